@@ -1,0 +1,62 @@
+// Writes one downloaded object into `blobs/` of a cache repo: bytes go to a process-unique
+// temp file (`<etag>.<8hex>.incomplete`) while being hashed; `finish()` checks size and
+// digest and fsyncs; `commit()` renames onto `blobs/<etag>` and fsyncs the directory.
+// Until commit nothing is visible under the final name; the destructor removes the temp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "trust/result.hpp"
+
+namespace kernelhub::cache {
+
+enum class DigestKind { sha256, git_sha1 };
+
+// What the Hub promised for this object: the cache etag (sha256 for LFS files, git blob
+// sha1 otherwise), which of the two it is, and the exact size.
+struct ExpectedBlob {
+  std::string etag;
+  DigestKind kind = DigestKind::sha256;
+  std::uint64_t size = 0;
+};
+
+class BlobWriter {
+ public:
+  static Result<BlobWriter> create(const std::filesystem::path& blobs_dir, ExpectedBlob expected);
+
+  BlobWriter(BlobWriter&&) noexcept;
+  BlobWriter& operator=(BlobWriter&&) noexcept;
+  ~BlobWriter();
+
+  // Appends bytes. Writing past the expected size fails with too_large (endless-data
+  // defence); ENOSPC fails with disk_full.
+  Result<void> write(const char* data, std::size_t size);
+  std::uint64_t bytes_written() const;
+
+  // The server ignored our Range request and sent the whole body again: start over.
+  Result<void> restart();
+  // Bytes were appended after a resume: finish() re-hashes the whole file from disk
+  // instead of trusting the incremental digest.
+  void mark_resumed();
+
+  // Verifies size and digest, fsyncs. On mismatch: hash_mismatch / size_mismatch.
+  Result<void> finish();
+  // sha256 (hex) of the content; valid after finish(). Used for metadata.json digests.
+  const std::string& sha256_hex() const;
+  const ExpectedBlob& expected() const;
+
+  // Renames onto blobs/<etag> (same content may already be there: that is fine) and
+  // fsyncs the directory. Requires finish().
+  Result<std::filesystem::path> commit();
+
+ private:
+  struct State;
+  explicit BlobWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace kernelhub::cache

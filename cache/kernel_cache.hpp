@@ -1,0 +1,97 @@
+// The HF-compatible cache: <root>/kernels--{org}--{name}/{blobs,refs,snapshots}, readable by
+// huggingface_hub and the `kernels` library, and able to read what they wrote (legacy
+// `models--` folders are read too).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "trust/environment.hpp"
+#include "trust/repo_id.hpp"
+#include "trust/result.hpp"
+
+namespace kernelhub::cache {
+
+// KERNELS_CACHE, else HF_HUB_CACHE (HUGGINGFACE_HUB_CACHE), else $HF_HOME/hub, else
+// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+std::filesystem::path resolve_cache_root(const trust::Environment& env);
+
+struct SnapshotFile {
+  std::string path;  // repo-relative, already validated (see safe_path.hpp)
+  std::string etag;  // blobs/<etag> must exist
+};
+
+struct CachedRevision {
+  std::string commit;
+  std::vector<std::string> refs;      // refs pointing at this commit (e.g. "v1", "main")
+  std::vector<std::string> variants;  // folder names under snapshots/<commit>/build/
+  std::uint64_t size_bytes = 0;       // sum of the blobs this snapshot references
+};
+
+struct CachedRepo {
+  trust::RepoId repo;
+  std::filesystem::path path;
+  std::vector<CachedRevision> revisions;
+  std::uint64_t size_bytes = 0;  // size of blobs/
+};
+
+// An exclusive flock on .locks/<repo_folder>/<name>.lock (mode 0664, never deleted).
+// Cooperates with huggingface_hub; correctness never depends on it.
+class FileLock {
+ public:
+  FileLock() = default;
+  explicit FileLock(int fd) : fd_(fd) {}
+  FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  FileLock& operator=(FileLock&& other) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock();
+
+ private:
+  int fd_ = -1;
+};
+
+class KernelCache {
+ public:
+  explicit KernelCache(std::filesystem::path root);
+
+  const std::filesystem::path& root() const { return root_; }
+  std::filesystem::path repo_dir(const trust::RepoId& repo) const;  // kernels--org--name
+  std::filesystem::path blobs_dir(const trust::RepoId& repo) const;
+  std::filesystem::path snapshot_dir(const trust::RepoId& repo, std::string_view commit) const;
+
+  // Creates root (with CACHEDIR.TAG), the repo folder, blobs/, refs/, snapshots/.
+  Result<void> prepare_repo(const trust::RepoId& repo) const;
+  bool has_blob(const trust::RepoId& repo, std::string_view etag) const;
+
+  // Reads refs/<ref> of kernels--…, falling back to legacy models--…; nullopt if absent
+  // or not a 40-hex sha.
+  std::optional<std::string> read_ref(const trust::RepoId& repo, std::string_view ref) const;
+  // All refs/v<N> branches that exist in the cache (offline version lookup).
+  std::vector<int> cached_versions(const trust::RepoId& repo) const;
+  // Atomic (temp + rename), no trailing newline. Written last, after the snapshot.
+  Result<void> write_ref(const trust::RepoId& repo, std::string_view ref, std::string_view commit) const;
+
+  // Creates snapshots/<commit>/<path> -> relative symlink to ../../blobs/<etag> for each
+  // file, each replaced atomically (temp symlink + rename). Every blob must exist.
+  Result<void> link_snapshot(const trust::RepoId& repo, std::string_view commit,
+                             const std::vector<SnapshotFile>& files) const;
+
+  Result<FileLock> lock(const trust::RepoId& repo, std::string_view name) const;
+
+  Result<std::vector<CachedRepo>> list() const;
+
+  // Removes *.incomplete temps older than `age` in every blobs/ folder; returns the count.
+  std::size_t sweep_stale_temps(std::chrono::seconds age) const;
+
+ private:
+  std::filesystem::path root_;
+};
+
+}  // namespace kernelhub::cache

@@ -1,0 +1,74 @@
+// A Hub-API server over a local store of kernel repos (see local_store.hpp): what
+// `kernelhub serve` runs, and what tests start in-process on loopback. It speaks the
+// subset of the Hub protocol that huggingface_hub, `kernels` and our client use
+// (research/hub-protocol.md §1.f), under both /api/kernels/... and /api/models/...
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trust/result.hpp"
+
+namespace kernelhub::hub::server {
+
+// Test knobs. Each applies to file downloads (GET /resolve and the LFS object URL) whose
+// repo-relative path contains `path_filter` (empty: all files), except fail_status which
+// applies to every request (API calls included) while fail_count > 0.
+struct FaultPlan {
+  std::optional<std::uint64_t> reset_after_bytes;  // send N body bytes, then drop the connection
+  int reset_times = 1;                              // how many responses get reset
+  std::optional<std::chrono::milliseconds> stall;   // after headers, send nothing for this long
+  bool corrupt_one_byte = false;                    // flip one byte in the middle, same length
+  int fail_status = 0;                              // e.g. 429 or 503
+  int fail_count = 0;                               // how many requests get fail_status
+  int retry_after_seconds = 0;                      // sent as Retry-After / RateLimit t=
+  bool ignore_range = false;                        // answer 200 with the full body
+  std::string path_filter;
+};
+
+struct RequestRecord {
+  std::string method;
+  std::string path;  // request path without the query string
+  int status = 0;
+};
+
+struct ServerOptions {
+  std::filesystem::path root;        // the local store
+  std::string bind_host = "127.0.0.1";
+  int port = 0;                      // 0: pick a free port
+  std::size_t tree_page_size = 1000; // entries per /tree page before a Link: rel="next"
+};
+
+class HubServer {
+ public:
+  explicit HubServer(ServerOptions options);
+  ~HubServer();  // stops the server
+  HubServer(const HubServer&) = delete;
+  HubServer& operator=(const HubServer&) = delete;
+
+  // Binds and starts serving on a background thread.
+  Result<void> start();
+  // Blocks serving on the calling thread (the CLI's `serve`); returns when stop() is called.
+  Result<void> run();
+  void stop();
+
+  int port() const;
+  std::string endpoint() const;  // "http://127.0.0.1:PORT"
+
+  void set_faults(const FaultPlan& plan);
+  std::vector<RequestRecord> requests() const;
+  // Requests whose method equals `method` and whose path contains `path_part`.
+  std::size_t count(const std::string& method, const std::string& path_part) const;
+  void reset_requests();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kernelhub::hub::server
