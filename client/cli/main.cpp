@@ -4,16 +4,19 @@
 
 #include "client/cli/commands.hpp"
 
+namespace kernelhub::cli {
+std::vector<Registrar>& command_registry() {
+  static std::vector<Registrar> registry;
+  return registry;
+}
+}  // namespace kernelhub::cli
+
 int main(int argc, char** argv) {
   CLI::App app{"kernelhub: fetch, verify and cache compute kernels from the Hugging Face Hub"};
   app.require_subcommand(1);
-  app.set_version_flag("--version-info", "kernelhub 0.1.0");
 
   kernelhub::cli::Action action;
-  kernelhub::cli::register_download(app, action);
-  kernelhub::cli::register_ls(app, action);
-  kernelhub::cli::register_serve(app, action);
-  kernelhub::cli::register_publish(app, action);
+  for (const auto registrar : kernelhub::cli::command_registry()) registrar(app, action);
 
   try {
     app.parse(argc, argv);
