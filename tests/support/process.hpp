@@ -1,0 +1,55 @@
+// Runs the project's binaries as real child processes in tests: a one-shot command with
+// captured output, or a background server that is killed when the handle goes away.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kernelhub::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+using EnvOverrides = std::map<std::string, std::string>;  // value "" removes the variable
+
+// Runs argv[0] (a path) with the process environment plus `env`, waits for it.
+CommandResult run_command(const std::vector<std::string>& argv, const EnvOverrides& env = {},
+                          std::chrono::seconds timeout = std::chrono::seconds(120));
+
+// A background child (e.g. `kernelhub serve`), SIGTERMed and reaped on destruction.
+class BackgroundProcess {
+ public:
+  BackgroundProcess(const std::vector<std::string>& argv, const EnvOverrides& env = {});
+  BackgroundProcess(const BackgroundProcess&) = delete;
+  BackgroundProcess& operator=(const BackgroundProcess&) = delete;
+  ~BackgroundProcess();
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+};
+
+// Waits until `path` exists and is non-empty, then returns its content.
+std::string wait_for_file(const std::filesystem::path& path,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+// A fresh temporary directory, removed recursively on destruction.
+class TempDir {
+ public:
+  TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace kernelhub::testing
