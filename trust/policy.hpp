@@ -1,0 +1,53 @@
+// The trust rule as a pure function: kernels-community is trusted, any other publisher needs
+// DIFFUSERS_TRUST_REMOTE_KERNELS, and DIFFUSERS_DISABLE_REMOTE_CODE refuses everything.
+// On a daemon the admin's policy bounds what a client's environment may opt into.
+#pragma once
+
+#include <filesystem>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "trust/environment.hpp"
+#include "trust/result.hpp"
+
+namespace kernelhub::trust {
+
+inline constexpr std::string_view kTrustRemoteKernelsVar = "DIFFUSERS_TRUST_REMOTE_KERNELS";
+inline constexpr std::string_view kDisableRemoteCodeVar = "DIFFUSERS_DISABLE_REMOTE_CODE";
+
+// The two variables that matter, already parsed (true = 1/ON/YES/TRUE, any case).
+struct TrustEnvironment {
+  bool trust_remote_kernels = false;
+  bool disable_remote_code = false;
+  static TrustEnvironment from(const Environment& env);
+};
+
+// What the administrator allows. Org names compare exactly (case-sensitive): refusing a
+// differently cased spelling is the safe failure.
+struct AdminPolicy {
+  std::set<std::string> trusted_publishers{"kernels-community"};
+  std::set<std::string> opt_in_publishers;
+  bool allow_any_opt_in = true;  // false: only orgs in opt_in_publishers may be opted into
+  bool disable_remote_code = false;
+};
+
+struct TrustDecision {
+  bool allowed = false;
+  ErrorCode code = ErrorCode::untrusted_publisher;  // meaningful only when !allowed
+  std::string reason;                                // says why, names the org and the variable
+};
+
+TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org, const TrustEnvironment& env);
+
+// Reads an admin policy file (TOML):
+//   [trust]
+//   publishers = ["kernels-community", "my-org"]   # replaces the default trusted set
+//   opt_in = ["SageAttention"]
+//   allow_any_opt_in = false
+//   disable_remote_code = false
+// Unknown keys/tables or wrong types fail with ErrorCode::policy.
+Result<AdminPolicy> load_policy_file(const std::filesystem::path& path);
+Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view source_name = "policy");
+
+}  // namespace kernelhub::trust
