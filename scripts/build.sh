@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Configures (Ninja, ccache, the venv's torch) and builds everything into build/; binaries
+# land in build/bin, the fixture kernels and their local Hub store in build/fixtures.
+# Extra arguments go to cmake at configure time, e.g. -DCMAKE_BUILD_TYPE=Debug.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${KERNELHUB_BUILD_DIR:-${ROOT}/build}"
+JOBS="${KERNELHUB_JOBS:-$(nproc)}"
+
+mkdir -p "${BUILD}"
+printf 'build: configuring %s\n' "${BUILD}"
+cmake -S "${ROOT}" -B "${BUILD}" -G Ninja \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
+  -DKERNELHUB_PYTHON="${ROOT}/.venv/bin/python" \
+  "$@" >"${BUILD}/configure.log" 2>&1 || { cat "${BUILD}/configure.log" >&2; exit 1; }
+printf 'build: building with %s jobs\n' "${JOBS}"
+cmake --build "${BUILD}" -j "${JOBS}"
+printf 'build: done (binaries in %s/bin)\n' "${BUILD}"

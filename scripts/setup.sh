@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs everything kernelhub needs on a fresh Debian 12, as root, without questions:
+# the Debian packages for the C++ build, and the project venv (.venv) with the pinned Python
+# packages of scripts/requirements.txt. Safe to rerun: it skips apt when every package is
+# present and pip when requirements.txt has not changed since the last install.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${ROOT}/.venv"
+REQUIREMENTS="${ROOT}/scripts/requirements.txt"
+STAMP="${VENV}/.kernelhub-requirements.sha256"
+
+say() { printf 'setup: %s\n' "$*"; }
+
+DEB_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git binutils curl ca-certificates
+  libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libarchive-dev libspdlog-dev
+  libcli11-dev catch2 libcpp-httplib-dev libtomlplusplus-dev libsystemd-dev systemd strace
+  python3 python3-venv python3-dev
+)
+
+missing=()
+for pkg in "${DEB_PACKAGES[@]}"; do
+  status="$(dpkg-query -W -f='${db:Status-Status}' "${pkg}" 2>/dev/null || true)"
+  [[ "${status}" == "installed" ]] || missing+=("${pkg}")
+done
+if ((${#missing[@]} == 0)); then
+  say "Debian packages: all ${#DEB_PACKAGES[@]} present"
+else
+  if [[ "$(id -u)" -ne 0 ]]; then
+    say "missing Debian packages (run as root to install): ${missing[*]}" >&2
+    exit 1
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The venv uses the python3 found on PATH (the pinned wheels are cp311).
+if [[ ! -x "${VENV}/bin/python" ]]; then
+  say "creating ${VENV} with $(command -v python3) ($(python3 -V 2>&1))"
+  python3 -m venv "${VENV}"
+fi
+
+want="$(sha256sum "${REQUIREMENTS}" | cut -d' ' -f1)"
+have="$(cat "${STAMP}" 2>/dev/null || true)"
+if [[ "${want}" == "${have}" ]]; then
+  say "Python packages: up to date"
+else
+  say "installing Python packages from scripts/requirements.txt (torch is large; first run takes a while)"
+  "${VENV}/bin/python" -m pip install --quiet --disable-pip-version-check -r "${REQUIREMENTS}"
+  printf '%s' "${want}" >"${STAMP}"
+fi
+say "ready"
