@@ -1,0 +1,128 @@
+// KernelCache::list and sweep_stale_temps: read-only scans of the cache tree (plus the
+// removal of abandoned temps).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "cache/kernel_cache.hpp"
+#include "trust/digest.hpp"
+
+namespace kernelhub::cache {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kPrefix = "kernels--";
+
+std::optional<trust::RepoId> repo_from_folder(const std::string& folder) {
+  if (folder.rfind(kPrefix, 0) != 0) return std::nullopt;
+  const std::string rest = folder.substr(kPrefix.size());
+  const auto sep = rest.find("--");
+  if (sep == std::string::npos) return std::nullopt;
+  auto id = trust::RepoId::parse(rest.substr(0, sep) + "/" + rest.substr(sep + 2));
+  if (!id) return std::nullopt;
+  return *id;
+}
+
+std::uint64_t file_size_or_zero(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+// refs/ may nest (refs/pr/1): map commit -> ref names.
+std::map<std::string, std::vector<std::string>> read_refs(const fs::path& refs_dir) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(refs_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const std::string name = it->path().lexically_relative(refs_dir).generic_string();
+    if (name.find(".tmp") != std::string::npos) continue;  // an in-flight atomic write
+    std::ifstream in(it->path(), std::ios::binary);
+    std::string text;
+    std::getline(in, text);
+    if (trust::is_lower_hex(text, 40)) out[text].push_back(name);
+  }
+  return out;
+}
+
+CachedRevision scan_revision(const fs::path& snapshot, const fs::path& blobs_dir) {
+  CachedRevision rev;
+  rev.commit = snapshot.filename().string();
+  std::error_code ec;
+  for (fs::directory_iterator it(snapshot / "build", ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) rev.variants.push_back(it->path().filename().string());
+  }
+  std::sort(rev.variants.begin(), rev.variants.end());
+  std::set<std::string> blobs;
+  for (fs::recursive_directory_iterator it(snapshot, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_symlink(ec)) continue;
+    const fs::path target = fs::read_symlink(it->path(), ec);
+    if (!ec && target.parent_path().filename() == "blobs") blobs.insert(target.filename().string());
+  }
+  for (const auto& blob : blobs) rev.size_bytes += file_size_or_zero(blobs_dir / blob);
+  return rev;
+}
+
+}  // namespace
+
+Result<std::vector<CachedRepo>> KernelCache::list() const {
+  std::vector<CachedRepo> repos;
+  std::error_code ec;
+  if (!fs::exists(root_, ec)) return repos;  // nothing cached yet
+  fs::directory_iterator it(root_, ec);
+  if (ec) return fail(ErrorCode::io, "cannot list " + root_.string() + ": " + ec.message());
+  for (fs::directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) return fail(ErrorCode::io, "cannot list " + root_.string() + ": " + ec.message());
+    auto id = repo_from_folder(it->path().filename().string());
+    if (!id || !it->is_directory(ec)) continue;
+    CachedRepo repo{*id, it->path(), {}, 0};
+    const fs::path blobs = it->path() / "blobs";
+    for (fs::directory_iterator b(blobs, ec), bend; !ec && b != bend; b.increment(ec)) {
+      const std::string name = b->path().filename().string();
+      if (trust::is_lower_hex(name, 40) || trust::is_lower_hex(name, 64)) repo.size_bytes += file_size_or_zero(b->path());
+    }
+    const auto refs = read_refs(it->path() / "refs");
+    for (fs::directory_iterator s(it->path() / "snapshots", ec), send; !ec && s != send; s.increment(ec)) {
+      if (!s->is_directory(ec)) continue;
+      CachedRevision rev = scan_revision(s->path(), blobs);
+      if (const auto r = refs.find(rev.commit); r != refs.end()) rev.refs = r->second;
+      std::sort(rev.refs.begin(), rev.refs.end());
+      repo.revisions.push_back(std::move(rev));
+    }
+    ec.clear();
+    std::sort(repo.revisions.begin(), repo.revisions.end(),
+              [](const CachedRevision& a, const CachedRevision& b) { return a.commit < b.commit; });
+    repos.push_back(std::move(repo));
+  }
+  std::sort(repos.begin(), repos.end(), [](const CachedRepo& a, const CachedRepo& b) { return a.repo < b.repo; });
+  return repos;
+}
+
+std::size_t KernelCache::sweep_stale_temps(std::chrono::seconds age) const {
+  const auto cutoff = fs::file_time_type::clock::now() - age;
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!repo_from_folder(it->path().filename().string())) continue;
+    std::error_code bec;
+    for (fs::directory_iterator b(it->path() / "blobs", bec), bend; !bec && b != bend; b.increment(bec)) {
+      const fs::path& path = b->path();
+      if (path.extension() != ".incomplete" || !b->is_regular_file(bec)) continue;
+      const auto mtime = fs::last_write_time(path, bec);
+      if (bec || mtime >= cutoff) {
+        bec.clear();
+        continue;
+      }
+      if (::unlink(path.c_str()) == 0) ++removed;
+    }
+  }
+  return removed;
+}
+
+}  // namespace kernelhub::cache

@@ -1,0 +1,61 @@
+#include "cache/fs_util.hpp"
+
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "cache/unique_fd.hpp"
+#include "trust/digest.hpp"
+
+namespace kernelhub::cache {
+
+std::string random_suffix() {
+  std::array<unsigned char, 4> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    // Only uniqueness matters here, not secrecy: fall back to pid-derived bytes.
+    const auto pid = static_cast<unsigned>(::getpid());
+    std::memcpy(bytes.data(), &pid, bytes.size());
+  }
+  return trust::to_hex(bytes);
+}
+
+Unexpected errno_error(int err, std::string_view what, const std::filesystem::path& path) {
+  const ErrorCode code = (err == ENOSPC || err == EDQUOT) ? ErrorCode::disk_full : ErrorCode::io;
+  return fail(code, std::string(what) + " " + path.string() + ": " + std::strerror(err));
+}
+
+Result<void> fsync_dir(const std::filesystem::path& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return errno_error(errno, "cannot open directory", dir);
+  if (::fsync(fd.get()) != 0) return errno_error(errno, "cannot fsync directory", dir);
+  return ok();
+}
+
+Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+  const std::filesystem::path temp = path.string() + "." + random_suffix() + ".tmp";
+  UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) return errno_error(errno, "cannot create", temp);
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::unlink(temp.c_str());
+      return errno_error(err, "cannot write", temp);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    return errno_error(err, "cannot replace", path);
+  }
+  return fsync_dir(path.parent_path());
+}
+
+}  // namespace kernelhub::cache

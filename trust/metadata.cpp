@@ -1,0 +1,119 @@
+#include "trust/metadata.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "trust/digest.hpp"
+#include "trust/safe_path.hpp"
+
+namespace kernelhub::trust {
+namespace {
+
+using nlohmann::json;
+
+Unexpected malformed(std::string_view why) {
+  return fail(ErrorCode::malformed_response, "metadata.json: " + std::string(why));
+}
+
+Result<std::optional<std::string>> optional_string(const json& doc, const char* key) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return std::optional<std::string>{};
+  if (!it->is_string()) return malformed(std::string("'") + key + "' must be a string");
+  return std::optional<std::string>{it->get<std::string>()};
+}
+
+Result<void> parse_digest(const json& digest, KernelMetadata& out) {
+  if (!digest.is_object()) return malformed("'digest' must be an object");
+  const auto algorithm = digest.find("algorithm");
+  if (algorithm == digest.end() || !algorithm->is_string()) {
+    return malformed("'digest.algorithm' must be a string");
+  }
+  out.digest_algorithm = algorithm->get<std::string>();
+  const auto files = digest.find("files");
+  if (files == digest.end() || files->is_null()) return ok();
+  if (!files->is_object()) return malformed("'digest.files' must be an object");
+  for (const auto& [path, value] : files->items()) {
+    auto safe = validate_repo_path(path);
+    KH_TRY(safe);
+    if (!value.is_string()) {
+      return malformed("digest of '" + sanitize_for_message(path) + "' must be a string");
+    }
+    out.file_digests.emplace(path, value.get<std::string>());
+  }
+  return ok();
+}
+
+}  // namespace
+
+Result<KernelMetadata> parse_kernel_metadata(std::string_view text) {
+  if (text.size() > kMaxMetadataBytes) {
+    return fail(ErrorCode::too_large, "metadata.json is " + std::to_string(text.size()) +
+                                          " bytes, more than the 1 MiB limit");
+  }
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return malformed("not valid JSON");
+  if (!doc.is_object()) return malformed("top level must be an object");
+
+  KernelMetadata out;
+  auto id = optional_string(doc, "id");
+  KH_TRY(id);
+  out.id = std::move(*id);
+  auto name = optional_string(doc, "name");
+  KH_TRY(name);
+  out.name = std::move(*name);
+  if (const auto it = doc.find("version"); it != doc.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return malformed("'version' must be an integer");
+    const auto v = it->get<std::int64_t>();
+    if (v < 0 || v > 1'000'000) return malformed("'version' is out of range");
+    out.version = static_cast<int>(v);
+  }
+  if (const auto it = doc.find("digest"); it != doc.end() && !it->is_null()) {
+    KH_TRY(parse_digest(*it, out));
+  }
+  return out;
+}
+
+bool excluded_from_digest(std::string_view relpath) {
+  if (relpath == "metadata.json" || relpath == "metadata.json.sigstore") return true;
+  if (relpath.size() >= 4 && relpath.substr(relpath.size() - 4) == ".pyc") return true;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t end = relpath.find('/', start);
+    const auto segment = relpath.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (segment == "__pycache__") return true;
+    if (end == std::string_view::npos) return false;
+    start = end + 1;
+  }
+}
+
+Result<void> verify_variant_digests(const KernelMetadata& metadata,
+                                    const std::map<std::string, std::string>& actual) {
+  if (!metadata.has_digest()) return ok();  // builds before 2026-06 carry no digest
+  if (*metadata.digest_algorithm != "sha256") {
+    return fail(ErrorCode::hash_mismatch, "metadata.json digest algorithm '" +
+                                              sanitize_for_message(*metadata.digest_algorithm) +
+                                              "' is not supported (only sha256)");
+  }
+  for (const auto& [path, expected_b64] : metadata.file_digests) {
+    const auto it = actual.find(path);
+    if (it == actual.end()) {
+      return fail(ErrorCode::entry_not_found,
+                  "'" + sanitize_for_message(path) + "' is listed in metadata.json but missing");
+    }
+    auto expected_hex = base64_to_hex(expected_b64);
+    if (!expected_hex || expected_hex->size() != 64) {
+      return fail(ErrorCode::malformed_response,
+                  "metadata.json digest of '" + sanitize_for_message(path) + "' is not a base64 sha256");
+    }
+    if (*expected_hex != it->second) {
+      return fail(ErrorCode::hash_mismatch, "'" + sanitize_for_message(path) + "' has sha256 " + it->second +
+                                                ", metadata.json says " + *expected_hex);
+    }
+  }
+  for (const auto& [path, digest] : actual) {
+    if (excluded_from_digest(path) || metadata.file_digests.contains(path)) continue;
+    return fail(ErrorCode::hash_mismatch, "'" + sanitize_for_message(path) + "' is not listed in metadata.json");
+  }
+  return ok();
+}
+
+}  // namespace kernelhub::trust
