@@ -1,0 +1,134 @@
+// detect_platform: torch version and backend from flags, environment and a virtualenv's torch.
+#include <catch2/catch.hpp>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "hub/variant.hpp"
+
+namespace fs = std::filesystem;
+using kernelhub::ErrorCode;
+using kernelhub::hub::detect_platform;
+using kernelhub::hub::PlatformOverrides;
+using kernelhub::trust::Environment;
+using Vars = std::map<std::string, std::string, std::less<>>;
+
+namespace {
+
+// A throwaway virtualenv holding only lib/python3.11/site-packages/torch/version.py.
+class FakeVenv {
+ public:
+  explicit FakeVenv(const std::string& version_py) {
+    std::string pattern = (fs::temp_directory_path() / "kh-venv-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    root_ = pattern;
+    const auto torch = root_ / "lib" / "python3.11" / "site-packages" / "torch";
+    fs::create_directories(torch);
+    std::ofstream(torch / "version.py") << version_py;
+  }
+  ~FakeVenv() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  FakeVenv(const FakeVenv&) = delete;
+  FakeVenv& operator=(const FakeVenv&) = delete;
+  std::string path() const { return root_.string(); }
+
+ private:
+  fs::path root_;
+};
+
+constexpr const char* kCudaTorch =
+    "from typing import Optional\n"
+    "__version__ = '2.15.0+cu132'\n"
+    "debug = False\n"
+    "cuda: Optional[str] = '13.2'\n"
+    "hip: Optional[str] = None\n";
+
+bool nvidia_driver_present() { return fs::exists("/proc/driver/nvidia/version"); }
+
+}  // namespace
+
+TEST_CASE("torch version and CUDA come from the active virtualenv", "[platform]") {
+  const FakeVenv venv(kCudaTorch);
+  const Environment env(Vars{{"VIRTUAL_ENV", venv.path()}});
+  const auto p = detect_platform(env, {});
+  REQUIRE(p);
+  CHECK(p->torch_major == 2);
+  CHECK(p->torch_minor == 15);
+  // CUDA only when a driver is present too; otherwise the CPU build is what can run.
+  CHECK(p->backend == (nvidia_driver_present() ? "cu132" : "cpu"));
+  CHECK(p->os == "linux");
+  CHECK(p->cxx11_abi);
+  CHECK((p->arch == "x86_64" || p->arch == "aarch64"));
+}
+
+TEST_CASE("backend override cuda uses torch's CUDA version", "[platform]") {
+  const FakeVenv venv(kCudaTorch);
+  const Environment env(Vars{{"VIRTUAL_ENV", venv.path()}});
+  PlatformOverrides overrides;
+  overrides.backend = "cuda";
+  const auto p = detect_platform(env, overrides);
+  REQUIRE(p);
+  CHECK(p->backend == "cu132");
+
+  const auto from_env = detect_platform(Environment(Vars{{"VIRTUAL_ENV", venv.path()}, {"KERNELHUB_BACKEND", "cu126"}}), {});
+  REQUIRE(from_env);
+  CHECK(from_env->backend == "cu126");
+}
+
+TEST_CASE("CPU-only torch never selects CUDA by itself", "[platform]") {
+  const FakeVenv venv("__version__ = '2.14.1+cpu'\ncuda: Optional[str] = None\n");
+  const auto p = detect_platform(Environment(Vars{{"VIRTUAL_ENV", venv.path()}}), {});
+  REQUIRE(p);
+  CHECK(p->torch_minor == 14);
+  CHECK(p->backend == "cpu");
+
+  PlatformOverrides overrides;
+  overrides.backend = "cuda";
+  const auto refused = detect_platform(Environment(Vars{{"VIRTUAL_ENV", venv.path()}}), overrides);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == ErrorCode::invalid_argument);
+}
+
+TEST_CASE("torch version override beats the environment, which beats the venv", "[platform]") {
+  const FakeVenv venv(kCudaTorch);
+  Environment env(Vars{{"VIRTUAL_ENV", venv.path()}, {"KERNELHUB_TORCH_VERSION", "2.13"}});
+  const auto from_env = detect_platform(env, {});
+  REQUIRE(from_env);
+  CHECK(from_env->torch_minor == 13);
+
+  PlatformOverrides overrides;
+  overrides.torch_version = "2.16.0+cu130";
+  overrides.backend = "cuda";
+  const auto from_flag = detect_platform(env, overrides);
+  REQUIRE(from_flag);
+  CHECK(from_flag->torch_minor == 16);
+  CHECK(from_flag->backend == "cu130");  // the CUDA of the named torch build
+}
+
+TEST_CASE("malformed overrides are invalid arguments", "[platform]") {
+  PlatformOverrides bad_version;
+  bad_version.torch_version = "two.fifteen";
+  const auto v = detect_platform(Environment{}, bad_version);
+  REQUIRE_FALSE(v);
+  CHECK(v.error().code == ErrorCode::invalid_argument);
+  CHECK_THAT(v.error().message, Catch::Contains("two.fifteen"));
+
+  const auto b = detect_platform(Environment(Vars{{"KERNELHUB_BACKEND", "gpu"}}), {});
+  REQUIRE_FALSE(b);
+  CHECK(b.error().code == ErrorCode::invalid_argument);
+  CHECK_THAT(b.error().message, Catch::Contains("KERNELHUB_BACKEND"));
+}
+
+TEST_CASE("a venv without torch falls back to the project venv or the pinned version", "[platform]") {
+  std::string pattern = (fs::temp_directory_path() / "kh-empty-XXXXXX").string();
+  REQUIRE(mkdtemp(pattern.data()) != nullptr);
+  const auto p = detect_platform(Environment(Vars{{"VIRTUAL_ENV", pattern}}), {});
+  fs::remove_all(pattern);
+  REQUIRE(p);
+  // Both the project venv's torch and the pinned default are 2.15.
+  CHECK(p->torch_major == 2);
+  CHECK(p->torch_minor == 15);
+}
