@@ -1,0 +1,172 @@
+#include "hub/fetch_plan.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "hub/downloader.hpp"
+#include "trust/digest.hpp"
+
+namespace kernelhub::hub {
+namespace {
+
+std::string variant_prefix(const std::string& variant) { return "build/" + variant + "/"; }
+
+Result<std::string> read_small_file(const std::filesystem::path& path, std::size_t cap) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::io, "cannot read " + path.string());
+  std::string content;
+  content.resize(cap + 1);
+  in.read(content.data(), static_cast<std::streamsize>(content.size()));
+  content.resize(static_cast<std::size_t>(in.gcount()));
+  if (content.size() > cap) return fail(ErrorCode::too_large, path.string() + " exceeds " + std::to_string(cap) + " bytes");
+  return content;
+}
+
+}  // namespace
+
+FetchPlan::FetchPlan(const HubConfig& config, HttpClient& http, HubApi& api, cache::KernelCache& cache,
+                     trust::RepoId repo, std::string commit)
+    : config_(config), http_(http), api_(api), cache_(cache), repo_(std::move(repo)), commit_(std::move(commit)) {}
+
+std::optional<std::string> FetchPlan::cached_sha256(const TreeEntry& entry) const {
+  if (!cache_.has_blob(repo_, entry.etag())) return std::nullopt;
+  const auto blob = cache_.blobs_dir(repo_) / entry.etag();
+  auto sha256 = trust::sha256_file_hex(blob);
+  if (!sha256) return std::nullopt;
+  const bool intact = entry.is_lfs() ? *sha256 == entry.etag() : [&] {
+    auto sha1 = trust::git_blob_sha1_file_hex(blob);
+    return sha1 && *sha1 == entry.etag();
+  }();
+  if (!intact) {
+    spdlog::warn("cached blob {} of {} is damaged; downloading it again", entry.etag(), repo_.str());
+    return std::nullopt;
+  }
+  return *sha256;
+}
+
+Result<std::size_t> FetchPlan::slot_for(const TreeEntry& entry) {
+  if (auto it = slot_by_etag_.find(entry.etag()); it != slot_by_etag_.end()) return it->second;
+  cache::ExpectedBlob expected{entry.etag(), entry.is_lfs() ? cache::DigestKind::sha256 : cache::DigestKind::git_sha1,
+                               entry.size};
+  auto writer = cache::BlobWriter::create(cache_.blobs_dir(repo_), expected);
+  if (!writer) return fail(writer.error());
+  slots_.push_back(Slot{std::move(*writer), entry.path, false});
+  slot_by_etag_[entry.etag()] = slots_.size() - 1;
+  return slots_.size() - 1;
+}
+
+Result<std::string> FetchPlan::read_metadata(Planned& file) {
+  const auto cap = config_.max_metadata_body;
+  if (file.entry.size > cap) {
+    return fail(ErrorCode::too_large, file.entry.path + " is " + std::to_string(file.entry.size) +
+                                          " bytes, over the " + std::to_string(cap) + "-byte cap");
+  }
+  if (!file.slot) return read_small_file(cache_.blobs_dir(repo_) / file.entry.etag(), cap);
+  Slot& slot = slots_[*file.slot];
+  HttpRequest request;
+  request.url = api_.resolve_url(repo_, commit_, file.entry.path);
+  request.follow_redirects = true;
+  request.timeout = config_.download_timeout;
+  request.max_body = cap;
+  auto response = http_.send(request);
+  if (!response) return fail(response.error());
+  if (!slot.filled) {
+    // The same bytes become the cached blob: size and etag are checked by finish().
+    KH_TRY(slot.writer.write(response->body.data(), response->body.size()));
+    auto finished = slot.writer.finish();
+    if (!finished) return fail(finished.error().code, file.entry.path + ": " + finished.error().message);
+    slot.filled = true;
+  }
+  file.sha256 = slot.writer.sha256_hex();
+  return std::move(response->body);
+}
+
+Result<void> FetchPlan::add_variant(const std::string& variant, const std::vector<TreeEntry>& entries) {
+  if (!prepared_) {
+    KH_TRY(cache_.prepare_repo(repo_));
+    prepared_ = true;
+  }
+  std::optional<std::size_t> metadata_index;
+  for (const auto& entry : entries) {
+    if (!entry.is_file || is_ignored_kernel_file(entry.path)) continue;
+    Planned file{entry, variant, "", std::nullopt};
+    if (auto sha256 = cached_sha256(entry)) {
+      file.sha256 = std::move(*sha256);
+    } else {
+      auto slot = slot_for(entry);
+      if (!slot) return fail(slot.error());
+      file.slot = *slot;
+    }
+    if (entry.path == variant_prefix(variant) + "metadata.json") metadata_index = files_.size();
+    files_.push_back(std::move(file));
+  }
+  if (metadata_index) {
+    auto text = read_metadata(files_[*metadata_index]);
+    if (!text) return fail(text.error());
+    auto metadata = trust::parse_kernel_metadata(*text);
+    if (!metadata) {
+      return fail(metadata.error().code, files_[*metadata_index].entry.path + ": " + metadata.error().message);
+    }
+    metadata_[variant] = std::move(*metadata);
+  }
+  return ok();
+}
+
+Result<void> FetchPlan::download(const ProgressCallback& progress) {
+  std::vector<DownloadJob> jobs;
+  FetchProgress base;
+  for (auto& slot : slots_) {
+    if (slot.filled) continue;
+    jobs.push_back({slot.path, api_.resolve_url(repo_, commit_, slot.path), &slot.writer});
+    base.bytes_total += slot.writer.expected().size;
+  }
+  base.files_total = static_cast<int>(jobs.size());
+  if (progress) progress(base);
+  Downloader downloader(config_);
+  KH_TRY(downloader.run(jobs, progress, base));
+  for (auto& file : files_) {
+    if (file.slot) file.sha256 = slots_[*file.slot].writer.sha256_hex();
+  }
+  return ok();
+}
+
+Result<void> FetchPlan::verify() const {
+  for (const auto& [variant, metadata] : metadata_) {
+    std::map<std::string, std::string> actual;
+    const std::string prefix = variant_prefix(variant);
+    for (const auto& file : files_) {
+      if (file.variant == variant) actual[file.entry.path.substr(prefix.size())] = file.sha256;
+    }
+    auto verified = trust::verify_variant_digests(metadata, actual);
+    if (!verified) {
+      // A file listed in metadata.json but absent from the tree is a broken build, not a
+      // missing repo entry: nothing of it may be published.
+      const auto code = verified.error().code == ErrorCode::entry_not_found ? ErrorCode::hash_mismatch
+                                                                            : verified.error().code;
+      return fail(code, prefix + ": " + verified.error().message);
+    }
+  }
+  return ok();
+}
+
+Result<void> FetchPlan::publish() {
+  for (auto& slot : slots_) {
+    auto committed = slot.writer.commit();
+    if (!committed) return fail(committed.error());
+  }
+  std::vector<cache::SnapshotFile> links;
+  links.reserve(files_.size());
+  for (const auto& file : files_) links.push_back({file.entry.path, file.entry.etag()});
+  return cache_.link_snapshot(repo_, commit_, links);
+}
+
+std::vector<FetchedFile> FetchPlan::fetched_files() const {
+  std::vector<FetchedFile> out;
+  out.reserve(files_.size());
+  for (const auto& file : files_) out.push_back({file.entry.path, file.entry.etag(), file.entry.size, file.sha256});
+  return out;
+}
+
+}  // namespace kernelhub::hub

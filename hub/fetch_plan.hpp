@@ -1,0 +1,69 @@
+// One online fetch of one commit: which files of the chosen variants are needed, which of
+// them the cache already holds (re-hashed, never trusted by name), the downloads, the
+// metadata.json digest check and the publish. Nothing becomes visible before publish().
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/blob_writer.hpp"
+#include "cache/kernel_cache.hpp"
+#include "hub/fetcher.hpp"
+#include "hub/hub_api.hpp"
+#include "trust/metadata.hpp"
+
+namespace kernelhub::hub {
+
+class FetchPlan {
+ public:
+  FetchPlan(const HubConfig& config, HttpClient& http, HubApi& api, cache::KernelCache& cache,
+            trust::RepoId repo, std::string commit);
+
+  // Adds the files of build/<variant>/ (a recursive tree listing). metadata.json, if
+  // present, is fetched here (small, in memory, size-capped) so a bad one fails early.
+  Result<void> add_variant(const std::string& variant, const std::vector<TreeEntry>& entries);
+  // Downloads every needed blob in parallel into temp files.
+  Result<void> download(const ProgressCallback& progress);
+  // Every file of every variant against its metadata.json digests (when present).
+  Result<void> verify() const;
+  // Commits the blobs and links snapshots/<commit>/... (the caller writes refs after).
+  Result<void> publish();
+
+  std::vector<FetchedFile> fetched_files() const;
+
+ private:
+  struct Slot {  // one blob to write
+    cache::BlobWriter writer;
+    std::string path;     // first repo path with this etag
+    bool filled = false;  // written from memory (metadata.json), not downloaded
+  };
+  struct Planned {
+    TreeEntry entry;
+    std::string variant;
+    std::string sha256;
+    std::optional<std::size_t> slot;
+  };
+
+  Result<std::size_t> slot_for(const TreeEntry& entry);
+  // sha256 of a cached blob after checking it still matches its etag; nullopt if absent
+  // or damaged (then it is downloaded again).
+  std::optional<std::string> cached_sha256(const TreeEntry& entry) const;
+  Result<std::string> read_metadata(Planned& file);
+
+  const HubConfig& config_;
+  HttpClient& http_;
+  HubApi& api_;
+  cache::KernelCache& cache_;
+  trust::RepoId repo_;
+  std::string commit_;
+  bool prepared_ = false;
+  std::vector<Planned> files_;
+  std::deque<Slot> slots_;  // deque: writers keep their addresses for the downloader
+  std::map<std::string, std::size_t> slot_by_etag_;
+  std::map<std::string, trust::KernelMetadata> metadata_;  // by variant
+};
+
+}  // namespace kernelhub::hub

@@ -1,0 +1,165 @@
+#include "hub/fetcher.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "hub/fetch_plan.hpp"
+
+namespace kernelhub::hub {
+namespace {
+
+constexpr auto kStaleTempAge = std::chrono::hours(1);
+
+std::optional<int> branch_version(std::string_view name) {
+  if (name.size() < 2 || name.front() != 'v') return std::nullopt;
+  int value = 0;
+  const auto [ptr, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), value);
+  if (ec != std::errc() || ptr != name.data() + name.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request) {
+  if (!request.version) return api.resolve_revision(request.repo, *request.revision);
+  auto refs = api.list_refs(request.repo);
+  if (!refs) return fail(refs.error());
+  std::vector<int> versions;
+  for (const auto& branch : refs->branches) {
+    const auto version = branch_version(branch.name);
+    if (!version) continue;
+    if (*version == *request.version) return branch.target_commit;
+    versions.push_back(*version);
+  }
+  std::sort(versions.begin(), versions.end());
+  std::vector<std::string> names;
+  for (int v : versions) names.push_back(std::to_string(v));
+  return fail(ErrorCode::version_not_found,
+              "version " + std::to_string(*request.version) + " of " + request.repo.str() + " not found; " +
+                  (names.empty() ? "the repo has no version branches" : "available versions: " + join(names)));
+}
+
+bool is_fallback_error(ErrorCode code) { return code == ErrorCode::network || code == ErrorCode::timeout; }
+
+}  // namespace
+
+bool is_ignored_kernel_file(std::string_view path) {
+  if (path.ends_with(".pyc")) return true;
+  return path.starts_with("__pycache__/") || path.find("/__pycache__/") != std::string_view::npos;
+}
+
+Fetcher::Fetcher(HubConfig config, HttpClient& http, cache::KernelCache& cache, trust::AdminPolicy policy,
+                 trust::TrustEnvironment trust_env, trust::Environment platform_env)
+    : config_(config),
+      http_(http),
+      cache_(cache),
+      policy_(std::move(policy)),
+      trust_env_(trust_env),
+      platform_env_(std::move(platform_env)),
+      api_(std::move(config), http) {}
+
+Result<FetchResult> Fetcher::fetch(const FetchRequest& request, ProgressCallback progress) {
+  // The publisher decision comes before any request, cache hits and offline mode included.
+  const auto decision = trust::decide_trust(policy_, request.repo.org, trust_env_);
+  if (!decision.allowed) return fail(decision.code, decision.reason);
+  if (request.version.has_value() == request.revision.has_value()) {
+    return fail(ErrorCode::invalid_argument, "give exactly one of a version or a revision");
+  }
+  if (request.variant && request.all_variants) {
+    return fail(ErrorCode::invalid_argument, "give either a variant or all variants, not both");
+  }
+  if (const auto swept = cache_.sweep_stale_temps(kStaleTempAge); swept > 0) {
+    spdlog::info("removed {} stale partial download(s) from the cache", swept);
+  }
+  if (config_.offline) {
+    auto cached = fetch_from_cache(request);
+    if (!cached && cached.error().code == ErrorCode::offline_not_cached) {
+      return fail(ErrorCode::offline_not_cached, "offline mode (HF_HUB_OFFLINE): " + cached.error().message);
+    }
+    return cached;
+  }
+  auto online = fetch_online(request, progress);
+  if (online || !is_fallback_error(online.error().code)) return online;
+  auto cached = fetch_from_cache(request);
+  if (cached) {
+    spdlog::warn("Hub unreachable ({}); using the cached snapshot", online.error().message);
+    return cached;
+  }
+  return online;
+}
+
+Result<std::vector<std::string>> Fetcher::choose_variants(const FetchRequest& request,
+                                                          const std::vector<std::string>& names) const {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  if (request.variant) {
+    if (std::find(sorted.begin(), sorted.end(), *request.variant) != sorted.end()) return std::vector{*request.variant};
+    return fail(ErrorCode::no_matching_variant, "variant '" + *request.variant + "' does not exist in " +
+                                                    request.repo.str() + "; available: " +
+                                                    (sorted.empty() ? "none" : join(sorted)));
+  }
+  if (request.all_variants) {
+    if (sorted.empty()) return fail(ErrorCode::no_matching_variant, request.repo.str() + " has no build variants");
+    return sorted;
+  }
+  Platform platform;
+  if (request.target_platform) {
+    platform = *request.target_platform;
+  } else {
+    auto detected = detect_platform(platform_env_, request.platform);
+    if (!detected) return fail(detected.error());
+    platform = *detected;
+  }
+  auto chosen = select_variant(sorted, platform);
+  if (!chosen) return fail(chosen.error());
+  return std::vector{*chosen};
+}
+
+Result<FetchResult> Fetcher::fetch_online(const FetchRequest& request, const ProgressCallback& progress) {
+  auto commit = resolve_commit(api_, request);
+  if (!commit) return fail(commit.error());
+
+  auto build = api_.list_tree(request.repo, *commit, "build", false);
+  if (!build) {
+    if (build.error().code != ErrorCode::entry_not_found) return fail(build.error());
+    return fail(ErrorCode::no_matching_variant, request.repo.str() + " at " + *commit + " has no build/ folder");
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : *build) {
+    if (!entry.is_file) names.push_back(entry.path.substr(std::string_view("build/").size()));
+  }
+  auto variants = choose_variants(request, names);
+  if (!variants) return fail(variants.error());
+
+  FetchPlan plan(config_, http_, api_, cache_, request.repo, *commit);
+  for (const auto& variant : *variants) {
+    auto files = api_.list_tree(request.repo, *commit, "build/" + variant, true);
+    if (!files) return fail(files.error());
+    KH_TRY(plan.add_variant(variant, *files));
+  }
+  KH_TRY(plan.download(progress));
+  KH_TRY(plan.verify());
+  KH_TRY(plan.publish());
+
+  // Refs last: `kernels` resolves version N offline from refs/vN.
+  if (request.version) {
+    KH_TRY(cache_.write_ref(request.repo, "v" + std::to_string(*request.version), *commit));
+  } else if (!is_commit_sha(*request.revision)) {
+    KH_TRY(cache_.write_ref(request.repo, *request.revision, *commit));
+  }
+  FetchResult result;
+  result.repo = request.repo;
+  result.commit = *commit;
+  result.variants = *variants;
+  result.snapshot_path = cache_.snapshot_dir(request.repo, *commit);
+  result.files = plan.fetched_files();
+  return result;
+}
+
+}  // namespace kernelhub::hub

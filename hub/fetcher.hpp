@@ -1,0 +1,80 @@
+// The fetch pipeline: trust decision first, then version/revision -> commit, build/ variant
+// choice, download of only what the cache lacks, verification against metadata.json, and
+// an all-or-nothing publish (blobs, snapshot symlinks, refs last). Offline mode and
+// network failures are served from a complete cached snapshot.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/kernel_cache.hpp"
+#include "hub/http.hpp"
+#include "hub/hub_api.hpp"
+#include "hub/hub_config.hpp"
+#include "hub/progress.hpp"
+#include "hub/variant.hpp"
+#include "trust/environment.hpp"
+#include "trust/policy.hpp"
+#include "trust/repo_id.hpp"
+#include "trust/result.hpp"
+
+namespace kernelhub::hub {
+
+struct FetchRequest {
+  trust::RepoId repo;
+  std::optional<int> version;            // branch vN
+  std::optional<std::string> revision;   // branch, tag or commit sha
+  std::optional<std::string> variant;    // exact build/ folder name
+  bool all_variants = false;
+  PlatformOverrides platform;
+  // Exact platform to select for (tests, daemons); skips detect_platform.
+  std::optional<Platform> target_platform;
+};
+
+struct FetchedFile {
+  std::string path;  // repo-relative, e.g. build/<variant>/__init__.py
+  std::string etag;
+  std::uint64_t size = 0;
+  std::string sha256;  // hex
+};
+
+struct FetchResult {
+  trust::RepoId repo;
+  std::string commit;
+  std::vector<std::string> variants;
+  std::filesystem::path snapshot_path;  // snapshots/<commit>; variants under build/
+  std::vector<FetchedFile> files;
+  bool from_cache = false;  // served without contacting the Hub
+};
+
+class Fetcher {
+ public:
+  // `platform_env` feeds detect_platform (torch version, backend) when a request has no
+  // target_platform; pass the process environment at the edges.
+  Fetcher(HubConfig config, HttpClient& http, cache::KernelCache& cache, trust::AdminPolicy policy,
+          trust::TrustEnvironment trust_env, trust::Environment platform_env = {});
+
+  Result<FetchResult> fetch(const FetchRequest& request, ProgressCallback progress = {});
+
+ private:
+  Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress);
+  Result<FetchResult> fetch_from_cache(const FetchRequest& request);
+  Result<std::vector<std::string>> choose_variants(const FetchRequest& request,
+                                                   const std::vector<std::string>& names) const;
+
+  HubConfig config_;
+  HttpClient& http_;
+  cache::KernelCache& cache_;
+  trust::AdminPolicy policy_;
+  trust::TrustEnvironment trust_env_;
+  trust::Environment platform_env_;
+  HubApi api_;
+};
+
+// Files the `kernels` library never downloads (*.pyc, __pycache__/).
+bool is_ignored_kernel_file(std::string_view path);
+
+}  // namespace kernelhub::hub

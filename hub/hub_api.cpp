@@ -1,0 +1,170 @@
+#include "hub/hub_api.hpp"
+
+#include <charconv>
+
+namespace kernelhub::hub {
+namespace {
+
+constexpr int kMaxTreePages = 10'000;
+constexpr int kMaxRelativeRedirects = 5;
+
+std::optional<std::uint64_t> to_size(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  std::uint64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || ptr != text->data() + text->size()) return std::nullopt;
+  return value;
+}
+
+// "/a/b" against "http://h:1/x/y" -> "http://h:1/a/b". Only host-less targets are
+// followed on HEAD, as huggingface_hub does; the query string is kept.
+std::optional<std::string> resolve_relative(const std::string& base, const std::string& location) {
+  if (location.find("://") != std::string::npos || location.rfind("//", 0) == 0) return std::nullopt;
+  const auto scheme_end = base.find("://");
+  if (scheme_end == std::string::npos) return std::nullopt;
+  const auto path_start = base.find('/', scheme_end + 3);
+  const std::string origin = path_start == std::string::npos ? base : base.substr(0, path_start);
+  if (!location.empty() && location.front() == '/') return origin + location;
+  const std::string dir = path_start == std::string::npos ? "/" : base.substr(0, base.rfind('/') + 1);
+  return (path_start == std::string::npos ? origin + "/" : dir) + location;
+}
+
+}  // namespace
+
+std::string HubApi::api_base(const trust::RepoId& repo, RepoKind kind) const {
+  return config_.endpoint + (kind == RepoKind::kernel ? "/api/kernels/" : "/api/models/") + repo.str();
+}
+
+RepoKind HubApi::kind(const trust::RepoId& repo) const {
+  std::lock_guard lock(mutex_);
+  const auto it = kinds_.find(repo.str());
+  return it == kinds_.end() ? RepoKind::kernel : it->second;
+}
+
+void HubApi::remember(const trust::RepoId& repo, RepoKind kind) {
+  std::lock_guard lock(mutex_);
+  kinds_[repo.str()] = kind;
+}
+
+template <class Build>
+Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build build) {
+  bool known = false;
+  {
+    std::lock_guard lock(mutex_);
+    known = kinds_.count(repo.str()) != 0;
+  }
+  const RepoKind first = kind(repo);
+  auto result = http_.send(build(first));
+  if (result) {
+    remember(repo, first);
+    return result;
+  }
+  if (known || first != RepoKind::kernel || result.error().code != ErrorCode::repo_not_found) return result;
+  // Legacy kernel repos live under the model type.
+  auto fallback = http_.send(build(RepoKind::model));
+  if (!fallback) {
+    if (fallback.error().code == ErrorCode::repo_not_found) return result;  // the kernel-type error
+    return fallback;
+  }
+  remember(repo, RepoKind::model);
+  return fallback;
+}
+
+Result<RepoRefs> HubApi::list_refs(const trust::RepoId& repo) {
+  auto response = send_with_fallback(repo, [&](RepoKind kind) {
+    HttpRequest request;
+    request.url = api_base(repo, kind) + "/refs";
+    return request;
+  });
+  if (!response) return fail(response.error());
+  return parse_refs_json(response->body);
+}
+
+Result<std::string> HubApi::resolve_revision(const trust::RepoId& repo, std::string_view revision) {
+  if (is_commit_sha(revision)) return std::string(revision);
+  auto response = send_with_fallback(repo, [&](RepoKind kind) {
+    HttpRequest request;
+    request.url = api_base(repo, kind) + "/revision/" + url_encode(revision, false);
+    return request;
+  });
+  if (!response) return fail(response.error());
+  return parse_revision_json(response->body);
+}
+
+Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std::string_view commit,
+                                                 std::string_view path_in_repo, bool recursive) {
+  auto first = send_with_fallback(repo, [&](RepoKind kind) {
+    HttpRequest request;
+    request.url = api_base(repo, kind) + "/tree/" + url_encode(commit, false);
+    if (!path_in_repo.empty()) request.url += "/" + url_encode(path_in_repo, true);
+    request.url += recursive ? "?recursive=true&expand=false" : "?recursive=false&expand=false";
+    return request;
+  });
+  if (!first) return fail(first.error());
+
+  std::vector<TreeEntry> entries;
+  HttpResponse page = std::move(*first);
+  for (int pages = 1;; ++pages) {
+    auto parsed = parse_tree_json(page.body, path_in_repo);
+    if (!parsed) return fail(parsed.error());
+    for (auto& entry : *parsed) entries.push_back(std::move(entry));
+    const auto link = page.header("link");
+    const auto next = link ? parse_link_next(*link) : std::nullopt;
+    if (!next) break;
+    if (pages >= kMaxTreePages) return fail(ErrorCode::malformed_response, "tree listing has too many pages");
+    HttpRequest request;
+    request.url = next->find("://") == std::string::npos ? config_.endpoint + *next : *next;
+    auto response = http_.send(request);
+    if (!response) return fail(response.error());
+    page = std::move(*response);
+  }
+  return entries;
+}
+
+std::string HubApi::resolve_url(const trust::RepoId& repo, std::string_view commit, std::string_view path) const {
+  const std::string prefix = kind(repo) == RepoKind::kernel ? "/kernels/" : "/";
+  return config_.endpoint + prefix + repo.str() + "/resolve/" + url_encode(commit, false) + "/" + url_encode(path, true);
+}
+
+Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_view commit, std::string_view path) {
+  auto response = send_with_fallback(repo, [&](RepoKind kind) {
+    HttpRequest request;
+    request.method = "HEAD";
+    const std::string prefix = kind == RepoKind::kernel ? "/kernels/" : "/";
+    request.url = config_.endpoint + prefix + repo.str() + "/resolve/" + url_encode(commit, false) + "/" +
+                  url_encode(path, true);
+    return request;
+  });
+  if (!response) return fail(response.error());
+  // Follow host-less redirects only (renames, resolve-cache); an absolute one is the CDN
+  // and its metadata is read from the 3xx itself.
+  for (int hops = 0; response->status >= 300 && response->status < 400; ++hops) {
+    const auto location = response->header("location");
+    if (!location) return fail(ErrorCode::malformed_response, "redirect without Location for " + std::string(path));
+    const auto next = resolve_relative(response->url, *location);
+    if (!next) break;
+    if (hops >= kMaxRelativeRedirects) return fail(ErrorCode::malformed_response, "too many redirects for " + std::string(path));
+    HttpRequest request;
+    request.method = "HEAD";
+    request.url = *next;
+    response = http_.send(request);
+    if (!response) return fail(response.error());
+  }
+
+  FileMetadata meta;
+  const bool redirect = response->status >= 300 && response->status < 400;
+  meta.commit = response->header("x-repo-commit").value_or("");
+  const auto linked_etag = response->header("x-linked-etag");
+  meta.etag = normalize_etag(linked_etag ? *linked_etag : response->header("etag").value_or(""));
+  auto size = to_size(response->header("x-linked-size"));
+  if (!size && !redirect) size = to_size(response->header("content-length"));
+  meta.location = redirect ? response->header("location").value_or(response->url) : response->url;
+  meta.is_lfs = linked_etag.has_value() || meta.etag.size() == 64;
+  if (!is_commit_sha(meta.commit)) return fail(ErrorCode::malformed_response, "no X-Repo-Commit for " + std::string(path));
+  if (meta.etag.empty()) return fail(ErrorCode::malformed_response, "no ETag for " + std::string(path));
+  if (!size) return fail(ErrorCode::malformed_response, "no size for " + std::string(path));
+  meta.size = *size;
+  return meta;
+}
+
+}  // namespace kernelhub::hub

@@ -1,0 +1,92 @@
+#include "hub/hub_config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kernelhub::hub {
+namespace {
+
+// Seconds as written by users ("10", "2.5"); nullopt when unparsable or not positive.
+std::optional<std::chrono::milliseconds> parse_seconds(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double seconds = std::stod(*text, &used);
+    if (used != text->size() || !std::isfinite(seconds) || seconds <= 0) return std::nullopt;
+    return std::chrono::milliseconds(static_cast<long long>(std::ceil(seconds * 1000.0)));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string trim(std::string text) {
+  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
+  text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
+  return text;
+}
+
+std::optional<std::string> read_token_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string token = trim(buffer.str());
+  if (token.empty()) return std::nullopt;
+  return token;
+}
+
+// huggingface_hub order: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, then the token file
+// ($HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token).
+std::optional<std::string> resolve_token(const trust::Environment& env) {
+  if (env.is_true("HF_HUB_DISABLE_IMPLICIT_TOKEN")) return std::nullopt;
+  if (auto token = env.get("HF_TOKEN")) return trim(*token);
+  if (auto token = env.get("HUGGING_FACE_HUB_TOKEN")) return trim(*token);
+  std::filesystem::path file;
+  if (auto path = env.get("HF_TOKEN_PATH")) {
+    file = *path;
+  } else if (auto home = env.get("HF_HOME")) {
+    file = std::filesystem::path(*home) / "token";
+  } else if (auto xdg = env.get("XDG_CACHE_HOME")) {
+    file = std::filesystem::path(*xdg) / "huggingface" / "token";
+  } else if (auto user_home = env.get("HOME")) {
+    file = std::filesystem::path(*user_home) / ".cache" / "huggingface" / "token";
+  } else {
+    return std::nullopt;
+  }
+  return read_token_file(file);
+}
+
+}  // namespace
+
+HubConfig HubConfig::from(const trust::Environment& env) {
+  HubConfig config;
+  if (auto endpoint = env.get("HF_ENDPOINT")) {
+    std::string value = *endpoint;
+    while (!value.empty() && value.back() == '/') value.pop_back();
+    if (!value.empty()) config.endpoint = value;
+  }
+  config.token = resolve_token(env);
+  if (auto t = parse_seconds(env.get("HF_HUB_ETAG_TIMEOUT"))) config.etag_timeout = *t;
+  if (auto t = parse_seconds(env.get("HF_HUB_DOWNLOAD_TIMEOUT"))) config.download_timeout = *t;
+  config.offline = env.is_true("HF_HUB_OFFLINE") || env.is_true("TRANSFORMERS_OFFLINE");
+  if (auto base = env.get("KERNELHUB_RETRY_BASE_MS")) {
+    long long ms = 0;
+    const auto [ptr, ec] = std::from_chars(base->data(), base->data() + base->size(), ms);
+    if (ec == std::errc() && ptr == base->data() + base->size() && ms >= 0) {
+      config.retry_base = std::chrono::milliseconds(ms);
+    }
+  }
+  return config;
+}
+
+std::chrono::milliseconds HubConfig::backoff(int attempt) const {
+  const int exponent = std::clamp(attempt, 0, 3);  // 1, 2, 4, 8, then capped at 8
+  return retry_base * (1 << exponent);
+}
+
+}  // namespace kernelhub::hub

@@ -1,0 +1,115 @@
+// JSON bodies of the Hub API -> typed values. Everything from the network is checked here:
+// shapes, 40/64-hex ids (an etag becomes a file name in blobs/), and repo paths.
+#include <nlohmann/json.hpp>
+
+#include "hub/hub_api.hpp"
+#include "trust/digest.hpp"
+#include "trust/safe_path.hpp"
+
+namespace kernelhub::hub {
+namespace {
+
+using nlohmann::json;
+
+Unexpected malformed(std::string what) { return fail(ErrorCode::malformed_response, std::move(what)); }
+
+Result<json> parse(std::string_view body, std::string_view what) {
+  auto value = json::parse(body.begin(), body.end(), nullptr, false);
+  if (value.is_discarded()) return malformed("invalid JSON in the " + std::string(what) + " response");
+  return value;
+}
+
+std::optional<std::string> string_field(const json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::optional<std::uint64_t> size_field(const json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<std::uint64_t>();
+}
+
+Result<std::vector<GitRef>> parse_ref_list(const json& data, const char* key) {
+  std::vector<GitRef> refs;
+  const auto it = data.find(key);
+  if (it == data.end()) return refs;
+  if (!it->is_array()) return malformed(std::string("refs: '") + key + "' is not an array");
+  for (const auto& item : *it) {
+    if (!item.is_object()) return malformed("refs: entry is not an object");
+    auto name = string_field(item, "name");
+    auto target = string_field(item, "targetCommit");
+    if (!name || !target || !is_commit_sha(*target)) return malformed("refs: entry without name or 40-hex targetCommit");
+    refs.push_back({*name, string_field(item, "ref").value_or(""), *target});
+  }
+  return refs;
+}
+
+}  // namespace
+
+bool is_commit_sha(std::string_view text) noexcept { return trust::is_lower_hex(text, 40); }
+
+Result<RepoRefs> parse_refs_json(std::string_view body) {
+  auto data = parse(body, "refs");
+  if (!data) return fail(data.error());
+  if (!data->is_object()) return malformed("refs response is not an object");
+  auto branches = parse_ref_list(*data, "branches");
+  if (!branches) return fail(branches.error());
+  auto tags = parse_ref_list(*data, "tags");
+  if (!tags) return fail(tags.error());
+  return RepoRefs{std::move(*branches), std::move(*tags)};
+}
+
+Result<std::string> parse_revision_json(std::string_view body) {
+  auto data = parse(body, "revision");
+  if (!data) return fail(data.error());
+  if (!data->is_object()) return malformed("revision response is not an object");
+  auto sha = string_field(*data, "sha");
+  if (!sha || !is_commit_sha(*sha)) return malformed("revision response has no 40-hex 'sha'");
+  return *sha;
+}
+
+Result<std::vector<TreeEntry>> parse_tree_json(std::string_view body, std::string_view under) {
+  auto data = parse(body, "tree");
+  if (!data) return fail(data.error());
+  if (!data->is_array()) return malformed("tree response is not an array");
+  std::vector<TreeEntry> entries;
+  entries.reserve(data->size());
+  for (const auto& item : *data) {
+    if (!item.is_object()) return malformed("tree entry is not an object");
+    auto path = string_field(item, "path");
+    if (!path) return malformed("tree entry without a path");
+    // Hostile names are refused here, before anything else sees them.
+    auto safe = trust::validate_repo_path(*path);
+    if (!safe) return fail(safe.error());
+    if (!under.empty() && !(path->size() > under.size() && path->compare(0, under.size(), under) == 0 &&
+                            (*path)[under.size()] == '/')) {
+      return fail(ErrorCode::unsafe_path, "tree entry '" + trust::sanitize_for_message(*path) +
+                                              "' is outside the listed folder '" + std::string(under) + "'");
+    }
+    TreeEntry entry;
+    entry.path = std::move(*safe);
+    entry.is_file = string_field(item, "type").value_or("") == "file";
+    entry.oid = string_field(item, "oid").value_or("");
+    if (entry.is_file) {
+      auto size = size_field(item, "size");
+      if (!size) return malformed("tree entry '" + entry.path + "' has no size");
+      entry.size = *size;
+      if (!trust::is_lower_hex(entry.oid, 40)) return malformed("tree entry '" + entry.path + "' has no 40-hex oid");
+      if (const auto lfs = item.find("lfs"); lfs != item.end() && !lfs->is_null()) {
+        if (!lfs->is_object()) return malformed("tree entry '" + entry.path + "' has a malformed lfs field");
+        auto oid = string_field(*lfs, "oid");
+        if (!oid || !trust::is_lower_hex(*oid, 64)) return malformed("tree entry '" + entry.path + "' has no 64-hex lfs oid");
+        if (auto lfs_size = size_field(*lfs, "size"); lfs_size && *lfs_size != entry.size) {
+          return malformed("tree entry '" + entry.path + "' has inconsistent sizes");
+        }
+        entry.lfs_sha256 = std::move(*oid);
+      }
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+}  // namespace kernelhub::hub
