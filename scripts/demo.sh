@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The main job end to end on a local demo Hub, no internet needed:
+#   serve the fixture kernel store -> `kernelhub download` into a fresh cache -> `kernelhub ls`
+#   -> the trust rule (SageAttention refused, then accepted with DIFFUSERS_TRUST_REMOTE_KERNELS)
+#   -> the official Python `kernels` library loads the downloaded kernel offline and runs its op.
+# Exits non-zero if any step fails.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"${ROOT}/scripts/setup.sh"
+"${ROOT}/scripts/build.sh"
+
+KERNELHUB="${ROOT}/build/bin/kernelhub"
+PYTHON="${ROOT}/.venv/bin/python"
+KERNEL=relu
+DEMO="${ROOT}/build/demo"
+CACHE="${DEMO}/cache"
+WORK="$(mktemp -d)"
+SERVER_PID=""
+
+cleanup() {
+  if [[ -n "${SERVER_PID}" ]] && kill -0 "${SERVER_PID}" 2>/dev/null; then
+    kill "${SERVER_PID}" && wait "${SERVER_PID}" 2>/dev/null || true
+  fi
+  rm -rf "${WORK}"
+}
+trap cleanup EXIT
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# Start from a clean slate and keep the demo away from the user's own Hub settings.
+rm -rf "${DEMO}" && mkdir -p "${CACHE}"
+unset HF_TOKEN HF_HUB_OFFLINE KERNELS_CACHE LOCAL_KERNELS KERNELHUB_SOCKET KERNELHUB_POLICY \
+  DIFFUSERS_TRUST_REMOTE_KERNELS DIFFUSERS_DISABLE_REMOTE_CODE
+export HF_HOME="${DEMO}/hf-home" HF_HUB_CACHE="${CACHE}" HF_HUB_DISABLE_TELEMETRY=1
+
+step "serving the local demo Hub (build/fixtures/hub) on loopback"
+"${KERNELHUB}" serve --root "${ROOT}/build/fixtures/hub" --port 0 --port-file "${WORK}/port" \
+  >"${WORK}/serve.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 300); do
+  [[ -s "${WORK}/port" ]] && break
+  kill -0 "${SERVER_PID}" 2>/dev/null || { cat "${WORK}/serve.log" >&2; exit 1; }
+  sleep 0.1
+done
+[[ -s "${WORK}/port" ]] || { echo "demo: server wrote no port file" >&2; exit 1; }
+export HF_ENDPOINT="http://127.0.0.1:$(cat "${WORK}/port")"
+echo "HF_ENDPOINT=${HF_ENDPOINT}"
+
+step "kernelhub download kernels-community/${KERNEL} --version 1"
+"${KERNELHUB}" download "kernels-community/${KERNEL}" --version 1 --cache-dir "${CACHE}"
+
+step "kernelhub ls"
+"${KERNELHUB}" ls --cache-dir "${CACHE}"
+
+step "SageAttention/${KERNEL} without DIFFUSERS_TRUST_REMOTE_KERNELS: must be refused"
+if "${KERNELHUB}" download "SageAttention/${KERNEL}" --version 1 --cache-dir "${CACHE}"; then
+  echo "demo: FAILED: an untrusted publisher was accepted" >&2
+  exit 1
+fi
+echo "(refused, as it should be)"
+
+step "SageAttention/${KERNEL} with DIFFUSERS_TRUST_REMOTE_KERNELS=1: accepted"
+DIFFUSERS_TRUST_REMOTE_KERNELS=1 \
+  "${KERNELHUB}" download "SageAttention/${KERNEL}" --version 1 --cache-dir "${CACHE}"
+
+step "stopping the server; Python 'kernels' loads the kernel from kernelhub's cache, offline"
+kill "${SERVER_PID}" && wait "${SERVER_PID}" 2>/dev/null || true
+SERVER_PID=""
+HF_HUB_OFFLINE=1 KERNELS_CACHE="${CACHE}" "${PYTHON}" - "${KERNEL}" <<'EOF'
+import sys
+
+import torch
+from kernels import get_kernel
+
+name = sys.argv[1]
+kernel = get_kernel(f"kernels-community/{name}", version=1, backend="cpu")
+x = torch.tensor([[-2.0, -0.5, 0.0, 0.5, 2.0]])
+out = torch.empty_like(x)
+kernel.relu(out, x)
+print(f"loaded {kernel.__name__} from {kernel.__file__}")
+print(f"relu({x.tolist()}) = {out.tolist()}")
+assert torch.equal(out, torch.relu(x)), "the kernel computed a wrong result"
+EOF
+
+step "demo finished: cache left in ${CACHE}"
