@@ -42,6 +42,7 @@ struct ServerOptions {
   std::string bind_host = "127.0.0.1";
   int port = 0;                      // 0: pick a free port
   std::size_t tree_page_size = 1000; // entries per /tree page before a Link: rel="next"
+  bool test_endpoints = false;       // /_kernelhub/{requests,faults}: for tests in other processes
 };
 
 class HubServer {

@@ -1,0 +1,134 @@
+// `kernelhub serve --root DIR [--bind HOST:PORT] [--port N] [--port-file FILE] ...`: serves a
+// local store over the Hub API (for air-gapped sites, tests and the official clients via
+// HF_ENDPOINT). Port 0 picks a free port; the port file is written once the socket is bound.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <pthread.h>
+
+#include "client/cli/commands.hpp"
+#include "hub/server/hub_server.hpp"
+
+namespace kernelhub::cli {
+namespace {
+
+struct ServeArgs {
+  std::string root;
+  std::string bind = "127.0.0.1:0";
+  std::optional<int> port;
+  std::string port_file;
+  std::size_t tree_page_size = 1000;
+  bool test_endpoints = false;
+  std::optional<std::uint64_t> reset_after_bytes;
+  int reset_times = 1;
+  std::optional<int> stall_ms;
+  bool corrupt = false;
+  int fail_status = 0;
+  int fail_count = 0;
+  int retry_after = 0;
+  bool ignore_range = false;
+  std::string path_filter;
+};
+
+// Temp file + rename, so a waiting test never reads a half-written port number.
+bool write_port_file(const std::filesystem::path& path, int port) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    if (!out.flush()) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+int run_serve(const ServeArgs& args) {
+  hub::server::ServerOptions options;
+  options.root = args.root;
+  const auto colon = args.bind.rfind(':');
+  if (colon == std::string::npos) {
+    std::cerr << "kernelhub serve: --bind must be HOST:PORT\n";
+    return 2;
+  }
+  options.bind_host = args.bind.substr(0, colon);
+  try {
+    options.port = std::stoi(args.bind.substr(colon + 1));
+  } catch (const std::exception&) {
+    std::cerr << "kernelhub serve: bad port in --bind " << args.bind << "\n";
+    return 2;
+  }
+  if (args.port) options.port = *args.port;
+  options.tree_page_size = args.tree_page_size;
+  options.test_endpoints = args.test_endpoints;
+  if (!std::filesystem::is_directory(options.root)) {
+    std::cerr << "kernelhub serve: " << args.root << " is not a directory\n";
+    return 1;
+  }
+
+  hub::server::FaultPlan faults;
+  faults.reset_after_bytes = args.reset_after_bytes;
+  faults.reset_times = args.reset_times;
+  if (args.stall_ms) faults.stall = std::chrono::milliseconds(*args.stall_ms);
+  faults.corrupt_one_byte = args.corrupt;
+  faults.fail_status = args.fail_status;
+  faults.fail_count = args.fail_count;
+  faults.retry_after_seconds = args.retry_after;
+  faults.ignore_range = args.ignore_range;
+  faults.path_filter = args.path_filter;
+
+  // Block the stop signals before any server thread exists; this thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  hub::server::HubServer server(options);
+  server.set_faults(faults);
+  if (auto started = server.start(); !started) {
+    std::cerr << "kernelhub serve: " << started.error().message << "\n";
+    return 1;
+  }
+  if (!args.port_file.empty() && !write_port_file(args.port_file, server.port())) {
+    std::cerr << "kernelhub serve: cannot write " << args.port_file << "\n";
+    return 1;
+  }
+  std::cout << "serving " << args.root << " on " << server.endpoint() << std::endl;
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  server.stop();
+  return 0;
+}
+
+void register_serve(CLI::App& app, Action& action) {
+  auto args = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand("serve", "Serve a local kernel store over the Hugging Face Hub API");
+  cmd->add_option("--root", args->root, "Store directory (see kernelhub publish)")->required();
+  cmd->add_option("--bind", args->bind, "HOST:PORT to listen on (port 0: any free port)")->capture_default_str();
+  cmd->add_option("--port", args->port, "Port (overrides the port in --bind; 0: any free port)");
+  cmd->add_option("--port-file", args->port_file, "Write the bound port here once listening");
+  cmd->add_option("--tree-page-size", args->tree_page_size, "Entries per /tree page")->capture_default_str();
+  cmd->add_flag("--test-endpoints", args->test_endpoints, "Enable /_kernelhub/{requests,faults}");
+  cmd->add_option("--fault-reset-after-bytes", args->reset_after_bytes, "Drop downloads after N body bytes");
+  cmd->add_option("--fault-reset-times", args->reset_times, "How many downloads get dropped")->capture_default_str();
+  cmd->add_option("--fault-stall-ms", args->stall_ms, "Stall downloads after the headers");
+  cmd->add_flag("--fault-corrupt", args->corrupt, "Flip one byte in the middle of downloads");
+  cmd->add_option("--fault-status", args->fail_status, "Answer requests with this status (429, 503)");
+  cmd->add_option("--fault-count", args->fail_count, "How many requests get --fault-status");
+  cmd->add_option("--fault-retry-after", args->retry_after, "Retry-After seconds with --fault-status");
+  cmd->add_flag("--fault-ignore-range", args->ignore_range, "Answer Range requests with 200 and the full body");
+  cmd->add_option("--fault-path-filter", args->path_filter, "Download faults only for paths containing this");
+  cmd->callback([args, &action] { action = [args] { return run_serve(*args); }; });
+}
+
+}  // namespace
+
+KH_REGISTER_COMMAND(register_serve);
+
+}  // namespace kernelhub::cli

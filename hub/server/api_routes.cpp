@@ -1,0 +1,145 @@
+// /api/{kernels,models}/{org}/{name}/...: repo info, refs, tree listing, paths-info
+// (research/hub-protocol.md §1.a-1.c for the JSON shapes clients rely on).
+#include <algorithm>
+
+#include "hub/server/server_context.hpp"
+
+namespace kernelhub::hub::server {
+namespace {
+
+constexpr const char* kRepoApi = R"(/api/(kernels|models)/([^/]+)/([^/]+))";
+
+nlohmann::json entry_json(const TreeEntry& entry) {
+  if (!entry.file) return {{"type", "directory"}, {"path", entry.path}, {"oid", entry.directory_oid}};
+  const StoredFile& f = *entry.file;
+  nlohmann::json j = {{"type", "file"}, {"path", entry.path}, {"size", f.size}};
+  if (f.lfs) {
+    j["oid"] = lfs_pointer_oid(f);  // the Hub's tree oid of an LFS file is its pointer's blob id
+    j["lfs"] = {{"oid", f.sha256}, {"size", f.size}, {"pointerSize", lfs_pointer_text(f).size()}};
+  } else {
+    j["oid"] = f.git_oid;
+  }
+  return j;
+}
+
+nlohmann::json refs_json(const std::vector<RefEntry>& refs, const char* prefix) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : refs) out.push_back({{"name", r.name}, {"ref", prefix + r.name}, {"targetCommit", r.commit}});
+  return out;
+}
+
+void repo_info(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
+               const std::string& revision) {
+  auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
+  if (!target) return;
+  auto sha = ctx.store.resolve(target->repo, revision);
+  if (!sha) return send_store_error(res, sha.error());
+  auto commit = ctx.store.read_commit(target->repo, *sha);
+  if (!commit) return send_store_error(res, commit.error());
+  const std::string when = iso_time(commit->timestamp);
+  nlohmann::json info = {{"_id", target->repo.str()}, {"id", target->repo.str()}, {"author", target->repo.org},
+                         {"sha", *sha}, {"private", false}, {"gated", false}, {"disabled", false},
+                         {"downloads", 0}, {"likes", 0}, {"tags", nlohmann::json::array()},
+                         {"lastModified", when}, {"createdAt", when}};
+  if (target->type == "models") {  // kernel repos never expose siblings (hub-protocol.md §1.a)
+    const bool blobs = req.has_param("blobs") && parse_bool(req.get_param_value("blobs"));
+    nlohmann::json siblings = nlohmann::json::array();
+    for (const auto& [path, f] : commit->files) {
+      nlohmann::json s = {{"rfilename", path}};
+      if (blobs) {
+        s["size"] = f.size;
+        s["blobId"] = f.lfs ? lfs_pointer_oid(f) : f.git_oid;
+        if (f.lfs) s["lfs"] = {{"sha256", f.sha256}, {"size", f.size}, {"pointerSize", lfs_pointer_text(f).size()}};
+      }
+      siblings.push_back(std::move(s));
+    }
+    info["siblings"] = std::move(siblings);
+  }
+  send_json(res, info);
+}
+
+void tree(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
+  if (!target) return;
+  auto where = split_revision(ctx.store, target->repo, req.matches[4], false);
+  if (!where) return send_store_error(res, where.error());
+  auto commit = ctx.store.read_commit(target->repo, where->commit);
+  if (!commit) return send_store_error(res, commit.error());
+  const bool recursive = req.has_param("recursive") && parse_bool(req.get_param_value("recursive"));
+  const bool expand = req.has_param("expand") && parse_bool(req.get_param_value("expand"));
+  auto entries = list_tree(*commit, where->path, recursive);
+  if (!entries) return send_store_error(res, entries.error());
+
+  std::size_t cursor = 0;
+  if (req.has_param("cursor")) {
+    try {
+      cursor = std::stoull(req.get_param_value("cursor"));
+    } catch (const std::exception&) {
+      return send_error(res, 400, "BadRequest", "invalid cursor");
+    }
+  }
+  const std::size_t page = std::max<std::size_t>(1, ctx.options.tree_page_size);
+  const std::size_t begin = std::min(cursor, entries->size());
+  const std::size_t end = std::min(begin + page, entries->size());
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = begin; i < end; ++i) out.push_back(entry_json((*entries)[i]));
+  if (end < entries->size()) {
+    // Next pages are addressed by commit sha, so a branch moving mid-listing cannot mix trees.
+    std::string next = ctx.base_url(req) + "/api/" + target->type + "/" + target->repo.str() + "/tree/" +
+                       where->commit;
+    if (!where->path.empty()) next += "/" + url_encode(where->path, false);
+    next += std::string("?recursive=") + (recursive ? "true" : "false") + "&expand=" + (expand ? "true" : "false") +
+            "&cursor=" + std::to_string(end);
+    res.set_header("Link", "<" + next + ">; rel=\"next\"");
+  }
+  send_json(res, out);
+}
+
+void paths_info(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
+  if (!target) return;
+  std::vector<std::string> paths;
+  if (req.get_header_value("Content-Type").find("application/json") != std::string::npos) {
+    try {
+      const auto body = nlohmann::json::parse(req.body);
+      for (const auto& p : body.at("paths")) paths.push_back(p.get<std::string>());
+    } catch (const nlohmann::json::exception& e) {
+      return send_error(res, 400, "BadRequest", std::string("bad paths-info body: ") + e.what());
+    }
+  } else {  // form body: httplib already parsed it into params (paths=a&paths=b)
+    for (auto [it, last] = req.params.equal_range("paths"); it != last; ++it) paths.push_back(it->second);
+  }
+  auto sha = ctx.store.resolve(target->repo, std::string(req.matches[4]));
+  if (!sha) return send_store_error(res, sha.error());
+  auto commit = ctx.store.read_commit(target->repo, *sha);
+  if (!commit) return send_store_error(res, commit.error());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& path : paths) {  // unknown paths are silently omitted, as on the Hub
+    if (auto entry = find_entry(*commit, path)) out.push_back(entry_json(*entry));
+  }
+  send_json(res, out);
+}
+
+}  // namespace
+
+void register_api_routes(httplib::Server& server, ServerContext& ctx) {
+  const std::string base = kRepoApi;
+  server.Get(base, [&ctx](const httplib::Request& req, httplib::Response& res) { repo_info(ctx, req, res, "main"); });
+  server.Get(base + "/revision/(.+)", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    repo_info(ctx, req, res, req.matches[4]);
+  });
+  server.Get(base + "/refs", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
+    if (!target) return;
+    auto refs = ctx.store.list_refs(target->repo);
+    if (!refs) return send_store_error(res, refs.error());
+    send_json(res, {{"branches", refs_json(refs->branches, "refs/heads/")},
+                    {"converts", nlohmann::json::array()},
+                    {"tags", refs_json(refs->tags, "refs/tags/")}});
+  });
+  server.Get(base + "/tree/(.+)", [&ctx](const httplib::Request& req, httplib::Response& res) { tree(ctx, req, res); });
+  server.Post(base + "/paths-info/(.+)",
+              [&ctx](const httplib::Request& req, httplib::Response& res) { paths_info(ctx, req, res); });
+}
+
+}  // namespace kernelhub::hub::server

@@ -1,0 +1,60 @@
+#include "hub/server/fault_plan_json.hpp"
+
+namespace kernelhub::hub::server {
+
+nlohmann::json to_json(const FaultPlan& plan) {
+  nlohmann::json j;
+  j["reset_after_bytes"] = plan.reset_after_bytes ? nlohmann::json(*plan.reset_after_bytes) : nlohmann::json(nullptr);
+  j["reset_times"] = plan.reset_times;
+  j["stall_ms"] = plan.stall ? nlohmann::json(plan.stall->count()) : nlohmann::json(nullptr);
+  j["corrupt_one_byte"] = plan.corrupt_one_byte;
+  j["fail_status"] = plan.fail_status;
+  j["fail_count"] = plan.fail_count;
+  j["retry_after_seconds"] = plan.retry_after_seconds;
+  j["ignore_range"] = plan.ignore_range;
+  j["path_filter"] = plan.path_filter;
+  return j;
+}
+
+Result<FaultPlan> fault_plan_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return fail(ErrorCode::invalid_argument, "fault plan must be a JSON object");
+  FaultPlan plan;
+  try {
+    if (j.contains("reset_after_bytes") && !j["reset_after_bytes"].is_null()) {
+      plan.reset_after_bytes = j["reset_after_bytes"].get<std::uint64_t>();
+    }
+    if (j.contains("stall_ms") && !j["stall_ms"].is_null()) {
+      plan.stall = std::chrono::milliseconds(j["stall_ms"].get<std::int64_t>());
+    }
+    plan.reset_times = j.value("reset_times", plan.reset_times);
+    plan.corrupt_one_byte = j.value("corrupt_one_byte", plan.corrupt_one_byte);
+    plan.fail_status = j.value("fail_status", plan.fail_status);
+    plan.fail_count = j.value("fail_count", plan.fail_count);
+    plan.retry_after_seconds = j.value("retry_after_seconds", plan.retry_after_seconds);
+    plan.ignore_range = j.value("ignore_range", plan.ignore_range);
+    plan.path_filter = j.value("path_filter", plan.path_filter);
+  } catch (const nlohmann::json::exception& e) {
+    return fail(ErrorCode::invalid_argument, std::string("bad fault plan: ") + e.what());
+  }
+  return plan;
+}
+
+nlohmann::json to_json(const std::vector<RequestRecord>& records) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : records) out.push_back({{"method", r.method}, {"path", r.path}, {"status", r.status}});
+  return out;
+}
+
+Result<std::vector<RequestRecord>> request_records_from_json(const nlohmann::json& j) {
+  std::vector<RequestRecord> out;
+  try {
+    for (const auto& r : j) {
+      out.push_back({r.at("method").get<std::string>(), r.at("path").get<std::string>(), r.at("status").get<int>()});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return fail(ErrorCode::malformed_response, std::string("bad request records: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace kernelhub::hub::server

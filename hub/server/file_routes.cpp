@@ -1,0 +1,171 @@
+// File downloads: /resolve/ (HEAD and GET) for both repo types, and the LFS object URL
+// that LFS files redirect to. Bodies stream from the object file through an httplib
+// content provider in 1 MiB preads; the download faults of FaultPlan act here.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <thread>
+
+#include "hub/server/server_context.hpp"
+#include "hub/server/unique_fd.hpp"
+
+namespace kernelhub::hub::server {
+namespace {
+
+constexpr std::size_t kChunk = 1 << 20;
+
+struct BodyState {
+  UniqueFd fd;
+  std::uint64_t start = 0;  // first file byte of the body
+  std::uint64_t file_size = 0;
+  FaultPlan faults;
+  std::uint64_t sent = 0;
+  bool stalled = false;
+  std::vector<char> buffer;
+};
+
+struct ServedFile {
+  std::filesystem::path object;
+  std::uint64_t size = 0;
+  std::string etag;         // unquoted
+  std::string repo_path;    // for FaultPlan::path_filter
+  std::string commit;       // X-Repo-Commit when non-empty
+};
+
+void sleep_unless_stopping(const ServerContext& ctx, std::chrono::milliseconds total) {
+  const auto until = std::chrono::steady_clock::now() + total;
+  while (!ctx.stopping && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool provide(const ServerContext& ctx, BodyState& s, std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+  if (s.faults.stall && !s.stalled) {
+    s.stalled = true;
+    sleep_unless_stopping(ctx, *s.faults.stall);
+  }
+  std::size_t want = std::min(length, kChunk);
+  if (s.faults.reset_after_bytes) {
+    if (s.sent >= *s.faults.reset_after_bytes) return false;  // drop the connection mid-body
+    want = std::min<std::uint64_t>(want, *s.faults.reset_after_bytes - s.sent);
+  }
+  const std::uint64_t pos = s.start + offset;
+  ssize_t n;
+  do {
+    n = ::pread(s.fd.get(), s.buffer.data(), want, static_cast<off_t>(pos));
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;
+  const std::uint64_t flip = s.file_size / 2;
+  if (s.faults.corrupt_one_byte && flip >= pos && flip < pos + static_cast<std::uint64_t>(n)) {
+    s.buffer[flip - pos] = static_cast<char>(s.buffer[flip - pos] ^ 0x5a);
+  }
+  s.sent += static_cast<std::uint64_t>(n);
+  return sink.write(s.buffer.data(), static_cast<std::size_t>(n));
+}
+
+void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const ServedFile& file) {
+  const httplib::Ranges ranges = take_ranges(req);
+  const bool is_get = req.method == "GET";
+  auto state = std::make_shared<BodyState>();
+  state->fd = UniqueFd(::open(file.object.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (!state->fd || ::fstat(state->fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != file.size) {
+    return send_error(res, 500, "InternalError", "object for " + file.repo_path + " is missing or damaged");
+  }
+  state->file_size = file.size;
+  state->faults = ctx.download_faults(file.repo_path, is_get);
+
+  if (!file.commit.empty()) res.set_header("X-Repo-Commit", file.commit);
+  res.set_header("ETag", "\"" + file.etag + "\"");
+  res.set_header("Accept-Ranges", "bytes");
+
+  std::uint64_t first = 0;
+  std::uint64_t length = file.size;
+  res.status = 200;
+  if (ranges.size() == 1 && !state->faults.ignore_range) {  // several ranges: answer 200 with everything
+    const auto [a, b] = ranges.front();
+    std::uint64_t last = file.size == 0 ? 0 : file.size - 1;
+    if (a < 0) {  // suffix range: the last b bytes
+      first = b >= static_cast<ssize_t>(file.size) ? 0 : file.size - static_cast<std::uint64_t>(b);
+    } else {
+      first = static_cast<std::uint64_t>(a);
+      if (b >= 0) last = std::min<std::uint64_t>(last, static_cast<std::uint64_t>(b));
+    }
+    if (first >= file.size || (a < 0 && b == 0)) {
+      res.set_header("Content-Range", "bytes */" + std::to_string(file.size));
+      return send_error(res, 416, "RangeNotSatisfiable", "range not satisfiable for a " +
+                                                             std::to_string(file.size) + "-byte file");
+    }
+    length = last - first + 1;
+    res.status = 206;
+    res.set_header("Content-Range",
+                   "bytes " + std::to_string(first) + "-" + std::to_string(last) + "/" + std::to_string(file.size));
+  }
+  if (length == 0) {
+    res.set_content("", "application/octet-stream");
+    return;
+  }
+  state->start = first;
+  if (is_get) state->buffer.resize(std::min<std::uint64_t>(length, kChunk));
+  res.set_content_provider(static_cast<std::size_t>(length), "application/octet-stream",
+                           [&ctx, state](std::size_t offset, std::size_t len, httplib::DataSink& sink) {
+                             return provide(ctx, *state, offset, len, sink);
+                           });
+}
+
+void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const std::string& type,
+             const std::string& org, const std::string& name, const std::string& rest) {
+  auto target = repo_target(res, type, org, name);
+  if (!target) return;
+  auto where = split_revision(ctx.store, target->repo, rest, true);
+  if (!where) return send_store_error(res, where.error());
+  auto commit = ctx.store.read_commit(target->repo, where->commit);
+  if (!commit) return send_store_error(res, commit.error());
+  const auto it = commit->files.find(where->path);
+  if (it == commit->files.end()) {
+    res.set_header("X-Repo-Commit", where->commit);  // clients record .no_exist/<commit>/<path>
+    return send_error(res, 404, "EntryNotFound",
+                      where->path + " does not exist at revision " + where->revision + " of " + target->repo.str());
+  }
+  const StoredFile& f = it->second;
+  if (f.lfs) {
+    res.status = 302;
+    res.set_header("Location", ctx.base_url(req) + "/lfs-objects/" + f.sha256 +
+                                   "?repo=" + url_encode(target->repo.str(), true) +
+                                   "&path=" + url_encode(where->path, true));
+    res.set_header("X-Repo-Commit", where->commit);
+    res.set_header("X-Linked-Etag", "\"" + f.sha256 + "\"");
+    res.set_header("X-Linked-Size", std::to_string(f.size));
+    res.set_header("ETag", "\"" + lfs_pointer_oid(f) + "\"");
+    return;
+  }
+  serve_file(ctx, req, res,
+             {ctx.store.object_path(target->repo, f.sha256), f.size, f.git_oid, where->path, where->commit});
+}
+
+void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const std::string sha256 = req.matches[1];
+  auto repo = trust::RepoId::parse(req.get_param_value("repo"));
+  if (!repo) return send_error(res, 404, "RepoNotFound", "LFS object URL without a valid repo");
+  const auto object = ctx.store.object_path(*repo, sha256);
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(object, ec);
+  if (ec) return send_error(res, 404, "EntryNotFound", "no LFS object " + sha256 + " in " + repo->str());
+  serve_file(ctx, req, res, {object, size, sha256, req.get_param_value("path"), ""});
+}
+
+}  // namespace
+
+void register_file_routes(httplib::Server& server, ServerContext& ctx) {
+  // GET handlers also answer HEAD (httplib routes both to the GET table).
+  server.Get(R"(/kernels/([^/]+)/([^/]+)/resolve/(.+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    resolve(ctx, req, res, "kernels", req.matches[1], req.matches[2], req.matches[3]);
+  });
+  server.Get(R"(/([^/]+)/([^/]+)/resolve/(.+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    resolve(ctx, req, res, "models", req.matches[1], req.matches[2], req.matches[3]);
+  });
+  server.Get(R"(/lfs-objects/([0-9a-f]{64}))",
+             [&ctx](const httplib::Request& req, httplib::Response& res) { lfs_object(ctx, req, res); });
+}
+
+}  // namespace kernelhub::hub::server

@@ -1,0 +1,172 @@
+// HubServer lifecycle, request recording, the global 429/503 fault, the error fallback
+// and the /_kernelhub test endpoints. Repo routes live in api_routes.cpp/file_routes.cpp.
+#include "hub/server/hub_server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+#include "hub/server/fault_plan_json.hpp"
+#include "hub/server/server_context.hpp"
+
+namespace kernelhub::hub::server {
+namespace {
+
+constexpr const char* kTestPrefix = "/_kernelhub/";
+constexpr std::size_t kWorkerThreads = 32;
+
+bool is_test_path(const std::string& path) { return path.rfind(kTestPrefix, 0) == 0; }
+
+void send_failure(httplib::Response& res, const FaultPlan& plan) {
+  if (plan.fail_status == 429) {
+    const std::string t = std::to_string(plan.retry_after_seconds);
+    res.set_header("Retry-After", t);
+    res.set_header("RateLimit", "\"api\";r=0;t=" + t);
+    res.set_header("RateLimit-Policy", "\"fixed window\";\"api\";q=500;w=300");
+    return send_error(res, 429, "RateLimited", "rate limited (injected fault)");
+  }
+  if (plan.retry_after_seconds > 0) res.set_header("Retry-After", std::to_string(plan.retry_after_seconds));
+  send_error(res, plan.fail_status, "InjectedFault", "injected failure " + std::to_string(plan.fail_status));
+}
+
+void register_test_routes(httplib::Server& server, ServerContext& ctx) {
+  server.Get("/_kernelhub/requests", [&ctx](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(ctx.mutex);
+    send_json(res, to_json(ctx.records));
+  });
+  server.Post("/_kernelhub/requests/reset", [&ctx](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(ctx.mutex);
+    ctx.records.clear();
+    send_json(res, nlohmann::json::object());
+  });
+  server.Post("/_kernelhub/faults", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    auto plan = fault_plan_from_json(body);
+    if (!plan) return send_error(res, 400, "BadRequest", plan.error().message);
+    std::lock_guard lock(ctx.mutex);
+    ctx.faults = *plan;
+    send_json(res, to_json(ctx.faults));
+  });
+}
+
+}  // namespace
+
+struct HubServer::Impl {
+  explicit Impl(ServerOptions options) : ctx(std::move(options)) {}
+  ServerContext ctx;
+  httplib::Server server;
+  std::thread thread;
+  std::atomic<bool> in_listen{false};
+  std::atomic<bool> listen_done{false};
+  bool bound = false;
+
+  Result<void> bind() {
+    if (bound) return fail(ErrorCode::internal, "server already started");
+    server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
+    server.set_keep_alive_max_count(10000);
+    server.set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive peers
+    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (is_test_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+      auto failure = ctx.take_failure();
+      if (!failure) return httplib::Server::HandlerResponse::Unhandled;
+      take_ranges(req);
+      send_failure(res, *failure);
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+      if (res.has_header("X-Error-Code")) return httplib::Server::HandlerResponse::Unhandled;
+      take_ranges(req);
+      send_error(res, res.status, res.status == 404 ? "RepoNotFound" : "BadRequest",
+                 "no such endpoint: " + req.method + " " + req.path);
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    // Runs before the status line is written, so a test that got its response sees the record.
+    server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (is_test_path(req.path)) return;
+      std::lock_guard lock(ctx.mutex);
+      ctx.records.push_back({req.method, req.path, res.status});
+    });
+    register_api_routes(server, ctx);
+    register_file_routes(server, ctx);
+    if (ctx.options.test_endpoints) register_test_routes(server, ctx);
+
+    const int port = ctx.options.port == 0 ? server.bind_to_any_port(ctx.options.bind_host)
+                                           : (server.bind_to_port(ctx.options.bind_host, ctx.options.port)
+                                                  ? ctx.options.port
+                                                  : -1);
+    if (port <= 0) {
+      return fail(ErrorCode::network, "cannot bind " + ctx.options.bind_host + ":" + std::to_string(ctx.options.port));
+    }
+    ctx.port = port;
+    bound = true;
+    spdlog::debug("serving {} on {}", ctx.options.root.string(), ctx.base_url(httplib::Request{}));
+    return ok();
+  }
+
+  void listen() {
+    // Dekker-style with stop(): either stop() sees in_listen, or we see stopping.
+    in_listen = true;
+    if (!ctx.stopping) server.listen_after_bind();
+    in_listen = false;
+    listen_done = true;
+  }
+};
+
+HubServer::HubServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+HubServer::~HubServer() { stop(); }
+
+Result<void> HubServer::start() {
+  KH_TRY(impl_->bind());
+  impl_->thread = std::thread([this] { impl_->listen(); });
+  // Return once httplib's accept loop runs, so a stop() right after start() is not missed.
+  while (!impl_->server.is_running() && !impl_->listen_done) std::this_thread::yield();
+  return ok();
+}
+
+Result<void> HubServer::run() {
+  KH_TRY(impl_->bind());
+  impl_->listen();
+  return ok();
+}
+
+void HubServer::stop() {
+  impl_->ctx.stopping = true;
+  // A listen that has not started its accept loop yet would miss stop(): wait for it.
+  while (impl_->in_listen && !impl_->server.is_running()) std::this_thread::yield();
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+int HubServer::port() const { return impl_->ctx.port; }
+
+std::string HubServer::endpoint() const {
+  return "http://" + impl_->ctx.options.bind_host + ":" + std::to_string(impl_->ctx.port);
+}
+
+void HubServer::set_faults(const FaultPlan& plan) {
+  std::lock_guard lock(impl_->ctx.mutex);
+  impl_->ctx.faults = plan;
+}
+
+std::vector<RequestRecord> HubServer::requests() const {
+  std::lock_guard lock(impl_->ctx.mutex);
+  return impl_->ctx.records;
+}
+
+std::size_t HubServer::count(const std::string& method, const std::string& path_part) const {
+  std::lock_guard lock(impl_->ctx.mutex);
+  std::size_t n = 0;
+  for (const auto& r : impl_->ctx.records) {
+    if (r.method == method && r.path.find(path_part) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+void HubServer::reset_requests() {
+  std::lock_guard lock(impl_->ctx.mutex);
+  impl_->ctx.records.clear();
+}
+
+}  // namespace kernelhub::hub::server

@@ -1,0 +1,74 @@
+// Private to kh_hub_server: state shared by the HubServer core and its route handlers,
+// plus the small response helpers every route uses.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hub/server/hub_server.hpp"
+#include "hub/server/local_store.hpp"
+
+namespace kernelhub::hub::server {
+
+struct ServerContext {
+  explicit ServerContext(ServerOptions opts) : options(std::move(opts)), store(options.root) {}
+  ServerOptions options;
+  LocalStore store;
+  int port = 0;
+  std::atomic<bool> stopping{false};
+
+  mutable std::mutex mutex;  // guards faults and records
+  FaultPlan faults;
+  std::vector<RequestRecord> records;
+
+  // Takes one 429/503 from the plan if any are left.
+  std::optional<FaultPlan> take_failure();
+  // The download faults that apply to `repo_path`; consumes one reset when `consume`.
+  FaultPlan download_faults(const std::string& repo_path, bool consume);
+  // "http://host:port" as the client addressed us (Host header), for Location and Link.
+  std::string base_url(const httplib::Request& req) const;
+};
+
+// httplib 0.11 applies Range itself without bounds checks; file routes take the parsed
+// ranges out of the request and answer 206/416 themselves. The Request object is not
+// const inside httplib (only the handler signature is), so clearing it is well-defined.
+httplib::Ranges take_ranges(const httplib::Request& req);
+
+void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
+// A Hub-style error: X-Error-Code, X-Error-Message and {"error": message}.
+void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message);
+// Maps a store error to the Hub's status and X-Error-Code.
+void send_store_error(httplib::Response& res, const Error& error);
+
+bool parse_bool(const std::string& text);
+std::string url_encode(std::string_view text, bool keep_slash);
+std::string iso_time(std::int64_t seconds);
+
+// A repo route's target: "kernels" or "models", and the repo id.
+struct RepoTarget {
+  std::string type;
+  trust::RepoId repo;
+};
+std::optional<RepoTarget> repo_target(httplib::Response& res, const std::string& type, const std::string& org,
+                                      const std::string& name);
+
+// Splits "<rev>/<path>" where rev itself may contain '/': the longest prefix that
+// resolves wins. need_path: the path part must be non-empty (resolve URLs).
+struct RevisionAndPath {
+  std::string revision;
+  std::string commit;
+  std::string path;
+};
+Result<RevisionAndPath> split_revision(const LocalStore& store, const trust::RepoId& repo,
+                                       const std::string& rest, bool need_path);
+
+void register_api_routes(httplib::Server& server, ServerContext& ctx);
+void register_file_routes(httplib::Server& server, ServerContext& ctx);
+
+}  // namespace kernelhub::hub::server
