@@ -1,0 +1,61 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/server/store_fixture.hpp"
+
+using namespace kernelhub;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kBin = std::string(KH_BIN_DIR) + "/kernelhub";
+}
+
+TEST_CASE("kernelhub publish prints the commit and kernelhub serve serves it", "[server][cli]") {
+  testing::TempDir tmp;
+  testing::make_source_tree(tmp.path() / "src");
+  const auto store = tmp.path() / "store";
+  auto published = testing::run_command({kBin, "publish", "--root", store.string(), "--repo", "org-a/kern", "--branch",
+                                         "v1", "--tag", "v1.0.0", "--message", "first",
+                                         (tmp.path() / "src").string()});
+  INFO(published.err);
+  REQUIRE(published.exit_code == 0);
+  const std::string commit = published.out.substr(0, published.out.find('\n'));
+  REQUIRE(commit.size() == 40);
+
+  const auto port_file = tmp.path() / "port";
+  testing::BackgroundProcess serve({kBin, "serve", "--root", store.string(), "--port", "0", "--port-file",
+                                    port_file.string()});
+  const int port = std::stoi(testing::wait_for_file(port_file));
+  REQUIRE(port > 0);
+  httplib::Client c("127.0.0.1", port);
+  auto res = c.Get("/api/kernels/org-a/kern/refs");
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  const auto refs = nlohmann::json::parse(res->body);
+  CHECK(refs["branches"][0]["name"] == "v1");
+  CHECK(refs["branches"][0]["targetCommit"] == commit);
+  CHECK(refs["tags"][0]["targetCommit"] == commit);
+  CHECK(refs["converts"].empty());
+}
+
+TEST_CASE("kernelhub serve stops cleanly on SIGTERM", "[server][cli]") {
+  testing::TempDir tmp;
+  const auto port_file = tmp.path() / "port";
+  const std::string script = "\"" + kBin + "\" serve --root \"" + tmp.path().string() + "\" --port 0 --port-file \"" +
+                             port_file.string() + "\" & pid=$!; while [ ! -s \"" + port_file.string() +
+                             "\" ]; do sleep 0.05; done; kill -TERM $pid; wait $pid";
+  auto result = testing::run_command({"/bin/sh", "-c", script}, {}, std::chrono::seconds(30));
+  CHECK(result.exit_code == 0);
+}
+
+TEST_CASE("kernelhub publish exits non-zero with one line on a hostile tree", "[server][cli]") {
+  testing::TempDir tmp;
+  testing::make_source_tree(tmp.path() / "src");
+  fs::create_symlink("/etc/passwd", tmp.path() / "src" / "passwd");
+  auto r = testing::run_command({kBin, "publish", "--root", (tmp.path() / "store").string(), "--repo", "org-a/kern",
+                                 "--branch", "main", (tmp.path() / "src").string()});
+  CHECK(r.exit_code != 0);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("symbolic link") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
