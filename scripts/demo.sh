@@ -33,6 +33,9 @@ rm -rf "${DEMO}" && mkdir -p "${CACHE}"
 unset HF_TOKEN HF_HUB_OFFLINE KERNELS_CACHE LOCAL_KERNELS KERNELHUB_SOCKET KERNELHUB_POLICY \
   DIFFUSERS_TRUST_REMOTE_KERNELS DIFFUSERS_DISABLE_REMOTE_CODE
 export HF_HOME="${DEMO}/hf-home" HF_HUB_CACHE="${CACHE}" HF_HUB_DISABLE_TELEMETRY=1
+# With telemetry off, kernels 0.17.2 + huggingface_hub 2.4.0 would send a User-Agent ending in
+# "; ", which httpx rejects; an origin suffix keeps it valid.
+export HF_HUB_USER_AGENT_ORIGIN=kernelhub-demo
 
 step "serving the local demo Hub (build/fixtures/hub) on loopback"
 "${KERNELHUB}" serve --root "${ROOT}/build/fixtures/hub" --port 0 --port-file "${WORK}/port" \

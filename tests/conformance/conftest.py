@@ -26,6 +26,9 @@ KERNEL = "relu"  # the fixture kernel's name (tests/fixtures/relu)
 # everything below points at loopback and at per-session temp dirs.
 _SESSION_HOME = Path(tempfile.mkdtemp(prefix="kh-conformance-home-"))
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+# kernels 0.17.2 passes an empty user agent when telemetry is off, and huggingface_hub 2.4.0
+# then ends the User-Agent with "; ", which httpx refuses to send. An origin suffix avoids it.
+os.environ["HF_HUB_USER_AGENT_ORIGIN"] = "kernelhub-conformance"
 os.environ["HF_HOME"] = str(_SESSION_HOME / "hf-home")
 os.environ["HF_ENDPOINT"] = "http://127.0.0.1:9"  # discard port until a server is started
 for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_CACHE", "KERNELS_CACHE", "LOCAL_KERNELS",
