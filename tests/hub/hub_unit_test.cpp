@@ -1,0 +1,136 @@
+// Pure helpers of the Hub client: etags, Link pagination, rate-limit waits, error mapping,
+// configuration from the environment, JSON parsing of refs/tree bodies.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "hub/downloader.hpp"
+#include "hub/hub_api.hpp"
+#include "hub/http.hpp"
+#include "tests/support/process.hpp"
+
+using namespace kernelhub;
+using namespace kernelhub::hub;
+
+TEST_CASE("normalize_etag strips weak prefix and quotes") {
+  CHECK(normalize_etag("\"abc\"") == "abc");
+  CHECK(normalize_etag("W/\"abc\"") == "abc");
+  CHECK(normalize_etag(" abc ") == "abc");
+  CHECK(normalize_etag("") == "");
+}
+
+TEST_CASE("parse_link_next finds rel=next among several links") {
+  CHECK(parse_link_next("<https://h/api/x?cursor=2>; rel=\"next\"") == "https://h/api/x?cursor=2");
+  CHECK(parse_link_next("<https://h/a>; rel=\"xet-auth\", <https://h/b?c=1>; rel=\"next\"") == "https://h/b?c=1");
+  CHECK(parse_link_next("<https://h/b>; rel=next") == "https://h/b");
+  CHECK_FALSE(parse_link_next("<https://h/a>; rel=\"prev\"").has_value());
+  CHECK_FALSE(parse_link_next("garbage").has_value());
+}
+
+TEST_CASE("retry_after_seconds prefers RateLimit t+1 when the quota is exhausted") {
+  CHECK(retry_after_seconds({{"ratelimit", "\"api\";r=0;t=55"}}) == 56);
+  CHECK(retry_after_seconds({{"ratelimit", "\"api\";r=3;t=55"}, {"retry-after", "7"}}) == 7);
+  CHECK(retry_after_seconds({{"retry-after", "4"}}) == 4);
+  CHECK_FALSE(retry_after_seconds({{"retry-after", "Wed, 21 Oct 2015 07:28:00 GMT"}}).has_value());
+  CHECK_FALSE(retry_after_seconds({}).has_value());
+}
+
+TEST_CASE("backoff is 1-2-4-8-8 units and the unit comes from KERNELHUB_RETRY_BASE_MS") {
+  HubConfig config;
+  CHECK(config.backoff(0).count() == 1000);
+  CHECK(config.backoff(1).count() == 2000);
+  CHECK(config.backoff(2).count() == 4000);
+  CHECK(config.backoff(3).count() == 8000);
+  CHECK(config.backoff(4).count() == 8000);
+  trust::Environment env;
+  env.set("KERNELHUB_RETRY_BASE_MS", "3");
+  CHECK(HubConfig::from(env).backoff(2).count() == 12);
+}
+
+TEST_CASE("map_http_error types errors by X-Error-Code, then by status") {
+  CHECK(map_http_error(404, {{"x-error-code", "RepoNotFound"}}, "", "u").code == ErrorCode::repo_not_found);
+  CHECK(map_http_error(404, {{"x-error-code", "RevisionNotFound"}}, "", "u").code == ErrorCode::revision_not_found);
+  CHECK(map_http_error(404, {{"x-error-code", "EntryNotFound"}}, "", "u").code == ErrorCode::entry_not_found);
+  CHECK(map_http_error(401, {{"x-error-code", "GatedRepo"}}, "", "u").code == ErrorCode::gated);
+  CHECK(map_http_error(401, {}, "", "u").code == ErrorCode::unauthorized);
+  CHECK(map_http_error(403, {}, "", "u").code == ErrorCode::unauthorized);
+  CHECK(map_http_error(429, {}, "", "u").code == ErrorCode::rate_limited);
+  const auto other = map_http_error(500, {{"x-error-message", "boom"}}, "{\"error\":\"disk\\nbroken\"}", "u");
+  CHECK(other.code == ErrorCode::http_status);
+  CHECK(other.message.find("boom") != std::string::npos);
+  CHECK(other.message.find("disk broken") != std::string::npos);
+  CHECK(other.message.find('\n') == std::string::npos);
+}
+
+TEST_CASE("HubConfig reads endpoint, token, timeouts and offline mode from the environment") {
+  trust::Environment env;
+  CHECK(HubConfig::from(env).endpoint == "https://huggingface.co");
+  env.set("HF_ENDPOINT", "http://127.0.0.1:9/");
+  env.set("HF_TOKEN", "hf_abc");
+  env.set("HF_HUB_ETAG_TIMEOUT", "2.5");
+  env.set("HF_HUB_DOWNLOAD_TIMEOUT", "7");
+  env.set("HF_HUB_OFFLINE", "yes");
+  auto config = HubConfig::from(env);
+  CHECK(config.endpoint == "http://127.0.0.1:9");
+  CHECK(config.token == "hf_abc");
+  CHECK(config.etag_timeout.count() == 2500);
+  CHECK(config.download_timeout.count() == 7000);
+  CHECK(config.offline);
+  env.set("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1");
+  CHECK_FALSE(HubConfig::from(env).token.has_value());
+}
+
+TEST_CASE("HubConfig falls back to the token file under HF_HOME") {
+  testing::TempDir dir;
+  std::ofstream(dir.path() / "token") << "hf_from_file\n";
+  trust::Environment env;
+  env.set("HF_HOME", dir.path().string());
+  CHECK(HubConfig::from(env).token == "hf_from_file");
+  env.set("HUGGING_FACE_HUB_TOKEN", "hf_legacy");
+  CHECK(HubConfig::from(env).token == "hf_legacy");
+}
+
+TEST_CASE("content_range_start parses the first byte position") {
+  CHECK(content_range_start("bytes 100-199/200") == 100u);
+  CHECK(content_range_start("bytes 0-0/1") == 0u);
+  CHECK_FALSE(content_range_start("bytes */200").has_value());
+  CHECK_FALSE(content_range_start("").has_value());
+}
+
+TEST_CASE("parse_refs_json reads branches and tags with 40-hex commits") {
+  const std::string sha(40, 'a');
+  auto refs = parse_refs_json(R"({"branches":[{"name":"v1","ref":"refs/heads/v1","targetCommit":")" + sha +
+                              R"("}],"converts":[],"tags":[]})");
+  REQUIRE(refs);
+  REQUIRE(refs->branches.size() == 1);
+  CHECK(refs->branches[0].target_commit == sha);
+  CHECK(parse_refs_json(R"({"branches":[{"name":"v1","targetCommit":"zz"}]})").error().code ==
+        ErrorCode::malformed_response);
+  CHECK(parse_refs_json("not json").error().code == ErrorCode::malformed_response);
+}
+
+TEST_CASE("parse_tree_json validates paths, ids and folder containment") {
+  const std::string oid(40, 'b');
+  const std::string sha(64, 'c');
+  auto ok = parse_tree_json(R"([{"type":"file","path":"build/v/a.so","oid":")" + oid + R"(","size":5,"lfs":{"oid":")" +
+                                sha + R"(","size":5,"pointerSize":130}},{"type":"directory","path":"build/v/d","oid":")" +
+                                oid + R"("}])",
+                            "build/v");
+  REQUIRE(ok);
+  REQUIRE(ok->size() == 2);
+  CHECK((*ok)[0].etag() == sha);
+  CHECK((*ok)[0].is_lfs());
+  CHECK_FALSE((*ok)[1].is_file);
+  const auto code = [&](const std::string& body) { return parse_tree_json(body, "build/v").error().code; };
+  CHECK(code(R"([{"type":"file","path":"build/v/../../x","oid":")" + oid + R"(","size":1}])") == ErrorCode::unsafe_path);
+  CHECK(code(R"([{"type":"file","path":"/etc/passwd","oid":")" + oid + R"(","size":1}])") == ErrorCode::unsafe_path);
+  CHECK(code(R"([{"type":"file","path":"other/x","oid":")" + oid + R"(","size":1}])") == ErrorCode::unsafe_path);
+  CHECK(code(R"([{"type":"file","path":"build/v/x","oid":"../../etc","size":1}])") == ErrorCode::malformed_response);
+  CHECK(code(R"([{"type":"file","path":"build/v/x","oid":")" + oid + R"("}])") == ErrorCode::malformed_response);
+  CHECK(code(R"({"not":"an array"})") == ErrorCode::malformed_response);
+}
+
+TEST_CASE("url_encode keeps slashes only when asked") {
+  CHECK(url_encode("refs/pr/1", false) == "refs%2Fpr%2F1");
+  CHECK(url_encode("build/a b/c.py", true) == "build/a%20b/c.py");
+}
