@@ -133,9 +133,13 @@ void register_api_routes(httplib::Server& server, ServerContext& ctx) {
     if (!target) return;
     auto refs = ctx.store.list_refs(target->repo);
     if (!refs) return send_store_error(res, refs.error());
-    send_json(res, {{"branches", refs_json(refs->branches, "refs/heads/")},
-                    {"converts", nlohmann::json::array()},
-                    {"tags", refs_json(refs->tags, "refs/tags/")}});
+    nlohmann::json out = {{"branches", refs_json(refs->branches, "refs/heads/")},
+                          {"converts", nlohmann::json::array()},
+                          {"tags", refs_json(refs->tags, "refs/tags/")}};
+    if (req.has_param("include_prs") && parse_bool(req.get_param_value("include_prs"))) {
+      out["pullRequests"] = nlohmann::json::array();  // a local store has no pull requests
+    }
+    send_json(res, out);
   });
   server.Get(base + "/tree/(.+)", [&ctx](const httplib::Request& req, httplib::Response& res) { tree(ctx, req, res); });
   server.Post(base + "/paths-info/(.+)",

@@ -132,7 +132,7 @@ void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response&
     res.status = 302;
     res.set_header("Location", ctx.base_url(req) + "/lfs-objects/" + f.sha256 +
                                    "?repo=" + url_encode(target->repo.str(), true) +
-                                   "&path=" + url_encode(where->path, true));
+                                   "&path=" + url_encode(where->path, true) + "&commit=" + where->commit);
     res.set_header("X-Repo-Commit", where->commit);
     res.set_header("X-Linked-Etag", "\"" + f.sha256 + "\"");
     res.set_header("X-Linked-Size", std::to_string(f.size));
@@ -151,7 +151,18 @@ void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   std::error_code ec;
   const auto size = std::filesystem::file_size(object, ec);
   if (ec) return send_error(res, 404, "EntryNotFound", "no LFS object " + sha256 + " in " + repo->str());
-  serve_file(ctx, req, res, {object, size, sha256, req.get_param_value("path"), ""});
+  // Clients that follow same-host redirects (huggingface_hub >= 2) read the Hub metadata from
+  // this response, so it repeats X-Repo-Commit once the commit really holds this object there.
+  std::string commit = req.get_param_value("commit");
+  const std::string path = req.get_param_value("path");
+  if (!commit.empty()) {
+    auto c = ctx.store.read_commit(*repo, commit);
+    const auto it = c ? c->files.find(path) : decltype(c->files.end()){};
+    if (!c || it == c->files.end() || it->second.sha256 != sha256) {
+      return send_error(res, 404, "EntryNotFound", "commit " + commit + " has no LFS object " + sha256 + " at " + path);
+    }
+  }
+  serve_file(ctx, req, res, {object, size, sha256, path, commit});
 }
 
 }  // namespace

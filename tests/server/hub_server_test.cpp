@@ -36,6 +36,8 @@ TEST_CASE("refs lists branches, tags and an empty converts", "[server]") {
   CHECK(refs["converts"] == json::array());
   REQUIRE(refs["branches"].size() == 2);
   CHECK(refs["branches"][1] == json{{"name", "v1"}, {"ref", "refs/heads/v1"}, {"targetCommit", fx.commit}});
+  CHECK_FALSE(refs.contains("pullRequests"));
+  CHECK(get_json(c, kApi + "/refs?include_prs=1")["pullRequests"] == json::array());
   CHECK(refs["tags"] == json::array({{{"name", "v1.0.0"}, {"ref", "refs/tags/v1.0.0"}, {"targetCommit", fx.commit}}}));
 }
 
@@ -158,6 +160,12 @@ TEST_CASE("HEAD on an LFS file: 302 to our LFS URL with X-Linked-Etag and X-Link
   CHECK(lfs->status == 200);
   CHECK(lfs->get_header_value("ETag") == "\"" + trust::sha256_hex(bytes) + "\"");
   CHECK(trust::sha256_hex(lfs->body) == trust::sha256_hex(bytes));
+  // huggingface_hub >= 2 follows same-host redirects and reads the metadata from the target.
+  CHECK(lfs->get_header_value("X-Repo-Commit") == fx.commit);
+  CHECK(lfs->get_header_value("Content-Length") == std::to_string(bytes.size()));
+  auto forged = c.Get((path_of(location, fx.host()) + "x").c_str());  // path no longer names this object
+  REQUIRE(forged);
+  CHECK(forged->status == 404);
   // The model-type path serves the same repo.
   auto model = c.Head("/kernels-community/demo-kernel/resolve/main/build/torch-cpu/weights.dat");
   REQUIRE(model);
