@@ -12,11 +12,17 @@
 #include <vector>
 
 #include "hub/server/atomic_file.hpp"
-#include "hub/server/file_digest.hpp"
+#include "trust/digest.hpp"
 
 namespace kernelhub::hub::server {
 namespace fs = std::filesystem;
 namespace {
+
+std::string sha1_hex(std::string_view text) {
+  trust::Sha1 sha1;
+  sha1.update(text);
+  return sha1.final_hex();
+}
 
 constexpr std::size_t kMaxCommitBytes = 64 * 1024 * 1024;
 
@@ -155,7 +161,8 @@ Result<StoredFile> LocalStore::add_object(const trust::RepoId& repo, const fs::p
   if (!S_ISREG(st.st_mode)) return fail(ErrorCode::unsafe_path, source.string() + " is not a regular file");
   auto tmp = TempFile::create(repo_dir(repo) / "tmp");
   if (!tmp) return fail(tmp.error());
-  DualDigest digest(static_cast<std::uint64_t>(st.st_size));
+  trust::Sha256 sha256;
+  trust::GitBlobSha1 git_oid(static_cast<std::uint64_t>(st.st_size));
   std::vector<char> buf(1 << 20);
   std::uint64_t total = 0;
   for (;;) {
@@ -163,14 +170,15 @@ Result<StoredFile> LocalStore::add_object(const trust::RepoId& repo, const fs::p
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return fail(ErrorCode::io, "cannot read " + source.string() + ": " + std::strerror(errno));
     if (n == 0) break;
-    digest.update(buf.data(), static_cast<std::size_t>(n));
+    sha256.update(buf.data(), static_cast<std::size_t>(n));
+    git_oid.update(buf.data(), static_cast<std::size_t>(n));
     KH_TRY(tmp->write_all(buf.data(), static_cast<std::size_t>(n)));
     total += static_cast<std::uint64_t>(n);
   }
   if (total != static_cast<std::uint64_t>(st.st_size)) {
     return fail(ErrorCode::io, source.string() + " changed size while it was read");
   }
-  StoredFile file{total, digest.sha256_hex(), digest.git_sha1_hex(), is_lfs_file(repo_path, total)};
+  StoredFile file{total, sha256.final_hex(), git_oid.final_hex(), is_lfs_file(repo_path, total)};
   const fs::path dest = object_path(repo, file.sha256);
   std::error_code ec;
   if (!fs::exists(dest, ec)) {  // same content already stored: the temp is dropped

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "hub/server/file_digest.hpp"
 #include "hub/server/local_store.hpp"
+#include "trust/digest.hpp"
 
 namespace kernelhub::hub::server {
 namespace {
@@ -31,7 +31,9 @@ std::string directory_oid(const Commit& commit, const std::string& dir) {
     if (it->first.compare(0, prefix.size(), prefix) != 0) break;
     material += it->first.substr(prefix.size()) + " " + hub_etag(it->second) + "\n";
   }
-  return sha1_hex(material);
+  trust::Sha1 sha1;
+  sha1.update(material);
+  return sha1.final_hex();
 }
 
 }  // namespace
@@ -46,7 +48,7 @@ std::string lfs_pointer_text(const StoredFile& file) {
          std::to_string(file.size) + "\n";
 }
 
-std::string lfs_pointer_oid(const StoredFile& file) { return git_blob_sha1_hex(lfs_pointer_text(file)); }
+std::string lfs_pointer_oid(const StoredFile& file) { return trust::git_blob_sha1_hex(lfs_pointer_text(file)); }
 
 std::string hub_etag(const StoredFile& file) { return file.lfs ? file.sha256 : file.git_oid; }
 
