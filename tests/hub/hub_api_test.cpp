@@ -1,0 +1,118 @@
+// HubApi against the real HubServer (pagination, HEAD metadata) and a hand-written server
+// (legacy model-type repos).
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "hub/hub_api.hpp"
+#include "tests/hub/fetch_fixture.hpp"
+#include "tests/hub/local_http_server.hpp"
+#include "trust/digest.hpp"
+
+using namespace kernelhub;
+using namespace kernelhub::testing;
+
+TEST_CASE("list_tree follows Link rel=next pages and returns every entry once") {
+  FetchFixture fx;
+  hub::server::ServerOptions options;
+  options.root = fx.store;
+  options.tree_page_size = 2;
+  hub::server::HubServer paged(options);
+  REQUIRE(paged.start());
+  trust::Environment env;
+  env.set("HF_ENDPOINT", paged.endpoint());
+  hub::CurlHttpClient http(hub::HubConfig::from(env));
+  hub::HubApi api(hub::HubConfig::from(env), http);
+  auto entries = api.list_tree(kKernelRepo, fx.commit, "build/" + kCpuVariant, true);
+  REQUIRE(entries);
+  std::set<std::string> paths;
+  for (const auto& e : *entries) paths.insert(e.path);
+  CHECK(paths.size() == entries->size());
+  CHECK(paths == std::set<std::string>{"build/" + kCpuVariant + "/__init__.py", "build/" + kCpuVariant + "/_ops.py",
+                                       "build/" + kCpuVariant + "/" + kSoName, "build/" + kCpuVariant + "/metadata.json"});
+  CHECK(paged.count("GET", "/tree/") >= 2);
+}
+
+TEST_CASE("resolve_revision maps branches to commits and returns a sha without a request") {
+  FetchFixture fx;
+  hub::CurlHttpClient http(fx.config());
+  hub::HubApi api(fx.config(), http);
+  auto main = api.resolve_revision(kKernelRepo, "main");
+  REQUIRE(main);
+  CHECK(*main == fx.commit);
+  fx.server->reset_requests();
+  auto sha = api.resolve_revision(kKernelRepo, fx.commit);
+  REQUIRE(sha);
+  CHECK(fx.server->requests().empty());
+  auto refs = api.list_refs(kKernelRepo);
+  REQUIRE(refs);
+  CHECK(std::any_of(refs->branches.begin(), refs->branches.end(),
+                    [&](const hub::GitRef& r) { return r.name == "v1" && r.target_commit == fx.commit; }));
+}
+
+TEST_CASE("head_file reads LFS metadata from the redirect and git metadata from a 200") {
+  FetchFixture fx;
+  hub::CurlHttpClient http(fx.config());
+  hub::HubApi api(fx.config(), http);
+  const auto files = cpu_variant_files();
+  auto lfs = api.head_file(kKernelRepo, fx.commit, "build/" + kCpuVariant + "/" + kSoName);
+  REQUIRE(lfs);
+  CHECK(lfs->commit == fx.commit);
+  CHECK(lfs->etag == trust::sha256_hex(files.at(kSoName)));
+  CHECK(lfs->size == files.at(kSoName).size());
+  CHECK(lfs->is_lfs);
+  CHECK(lfs->location.find("/lfs-objects/") != std::string::npos);
+  auto small = api.head_file(kKernelRepo, fx.commit, "build/" + kCpuVariant + "/_ops.py");
+  REQUIRE(small);
+  CHECK(small->etag == trust::git_blob_sha1_hex(files.at("_ops.py")));
+  CHECK(small->size == files.at("_ops.py").size());
+  CHECK_FALSE(small->is_lfs);
+  auto missing = api.head_file(kKernelRepo, fx.commit, "build/nope.py");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == ErrorCode::entry_not_found);
+}
+
+TEST_CASE("a legacy model-type kernel repo is found through the model paths, and remembered") {
+  LocalHttpServer http;
+  const std::string sha(40, 'c');
+  int kernel_calls = 0;
+  int model_calls = 0;
+  http.server.Get("/api/kernels/.*", [&](const httplib::Request&, httplib::Response& res) {
+    ++kernel_calls;
+    res.status = 404;
+    res.set_header("X-Error-Code", "RepoNotFound");
+    res.set_content("{\"error\":\"Repository not found\"}", "application/json");
+  });
+  http.server.Get("/api/models/kernels-community/old/refs", [&](const httplib::Request&, httplib::Response& res) {
+    ++model_calls;
+    nlohmann::json refs{{"branches", {{{"name", "v1"}, {"targetCommit", sha}}}}, {"converts", nlohmann::json::array()}, {"tags", nlohmann::json::array()}};
+    res.set_content(refs.dump(), "application/json");
+  });
+  http.server.Get("/api/models/kernels-community/old/revision/main", [&](const httplib::Request&, httplib::Response& res) {
+    ++model_calls;
+    res.set_content("{\"id\":\"kernels-community/old\",\"sha\":\"" + sha + "\"}", "application/json");
+  });
+  http.server.Get("/api/models/.*", [&](const httplib::Request&, httplib::Response& res) {  // after the routes above
+    res.status = 404;
+    res.set_header("X-Error-Code", "RepoNotFound");
+  });
+  http.start();
+  hub::HubConfig config;
+  config.endpoint = http.endpoint();
+  hub::CurlHttpClient client(config);
+  hub::HubApi api(config, client);
+  const trust::RepoId repo{"kernels-community", "old"};
+  auto refs = api.list_refs(repo);
+  REQUIRE(refs);
+  CHECK(refs->branches.at(0).target_commit == sha);
+  CHECK(api.kind(repo) == hub::RepoKind::model);
+  CHECK(api.resolve_url(repo, sha, "build/x.py") == http.endpoint() + "/kernels-community/old/resolve/" + sha + "/build/x.py");
+  auto main = api.resolve_revision(repo, "main");
+  REQUIRE(main);
+  CHECK(*main == sha);
+  CHECK(kernel_calls == 1);  // the second call went straight to the model path
+  CHECK(model_calls == 2);
+
+  auto missing = api.list_refs(trust::RepoId{"kernels-community", "none"});
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == ErrorCode::repo_not_found);
+}
