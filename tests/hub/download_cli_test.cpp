@@ -41,7 +41,7 @@ TEST_CASE("kernelhub download prints the variant path, or JSON with every file")
   CHECK(doc["commit"] == fx.commit);
   CHECK(doc["variant"] == kCpuVariant);
   CHECK(doc["path"] == variant_dir.string());
-  CHECK(doc["files"].size() == 4);
+  CHECK(doc["files"].size() == 5);
   for (const auto& f : doc["files"]) CHECK(f["sha256"].get<std::string>().size() == 64);
 }
 

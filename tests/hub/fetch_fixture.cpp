@@ -33,7 +33,8 @@ std::map<std::string, std::string> cpu_variant_files() {
   }();
   return {{"__init__.py", "from ._ops import ops\n"},
           {"_ops.py", "import torch\nops = torch.ops._x_cpu_abc1234\n"},
-          {kSoName, so}};
+          {kSoName, so},
+          {"py.typed", ""}};  // empty files are common in real kernels
 }
 
 void write_variant(const fs::path& dir, const std::map<std::string, std::string>& files) {

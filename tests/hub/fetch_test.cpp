@@ -74,7 +74,7 @@ TEST_CASE("a second fetch of a cached variant downloads no file") {
   REQUIRE(again);
   CHECK(again->commit == fx.commit);
   CHECK(fx.file_gets() == 0);
-  CHECK(again->files.size() == 4);
+  CHECK(again->files.size() == 5);
 }
 
 TEST_CASE("offline mode serves a complete cached snapshot without the server") {
@@ -88,7 +88,7 @@ TEST_CASE("offline mode serves a complete cached snapshot without the server") {
   CHECK(offline->from_cache);
   CHECK(offline->commit == fx.commit);
   CHECK(offline->variants == std::vector<std::string>{kCpuVariant});
-  CHECK(offline->files.size() == 4);
+  CHECK(offline->files.size() == 5);
 
   auto missing = FetchFixture::request();
   missing.version = 2;

@@ -28,7 +28,8 @@ TEST_CASE("list_tree follows Link rel=next pages and returns every entry once") 
   for (const auto& e : *entries) paths.insert(e.path);
   CHECK(paths.size() == entries->size());
   CHECK(paths == std::set<std::string>{"build/" + kCpuVariant + "/__init__.py", "build/" + kCpuVariant + "/_ops.py",
-                                       "build/" + kCpuVariant + "/" + kSoName, "build/" + kCpuVariant + "/metadata.json"});
+                                       "build/" + kCpuVariant + "/" + kSoName, "build/" + kCpuVariant + "/metadata.json",
+                                       "build/" + kCpuVariant + "/py.typed"});
   CHECK(paged.count("GET", "/tree/") >= 2);
 }
 
