@@ -9,6 +9,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 #include <pthread.h>
 
 #include "client/cli/commands.hpp"
@@ -24,6 +26,7 @@ struct ServeArgs {
   std::string port_file;
   std::size_t tree_page_size = 1000;
   bool test_endpoints = false;
+  std::vector<std::string> trusted_publishers{"kernels-community"};
   std::optional<std::uint64_t> reset_after_bytes;
   int reset_times = 1;
   std::optional<int> stall_ms;
@@ -66,6 +69,7 @@ int run_serve(const ServeArgs& args) {
   if (args.port) options.port = *args.port;
   options.tree_page_size = args.tree_page_size;
   options.test_endpoints = args.test_endpoints;
+  options.trusted_publishers = {args.trusted_publishers.begin(), args.trusted_publishers.end()};
   if (!std::filesystem::is_directory(options.root)) {
     std::cerr << "kernelhub serve: " << args.root << " is not a directory\n";
     return 1;
@@ -115,6 +119,9 @@ void register_serve(CLI::App& app, Action& action) {
   cmd->add_option("--port-file", args->port_file, "Write the bound port here once listening");
   cmd->add_option("--tree-page-size", args->tree_page_size, "Entries per /tree page")->capture_default_str();
   cmd->add_flag("--test-endpoints", args->test_endpoints, "Enable /_kernelhub/{requests,faults}");
+  cmd->add_option("--trusted-publisher", args->trusted_publishers,
+                  "Orgs reported as trustedKernelPublisher in /api/organizations/ORG/overview (repeatable)")
+      ->capture_default_str();
   cmd->add_option("--fault-reset-after-bytes", args->reset_after_bytes, "Drop downloads after N body bytes");
   cmd->add_option("--fault-reset-times", args->reset_times, "How many downloads get dropped")->capture_default_str();
   cmd->add_option("--fault-stall-ms", args->stall_ms, "Stall downloads after the headers");

@@ -124,6 +124,17 @@ void paths_info(const ServerContext& ctx, const httplib::Request& req, httplib::
 
 void register_api_routes(httplib::Server& server, ServerContext& ctx) {
   const std::string base = kRepoApi;
+  // An org exists when the store holds a folder for it; trust comes from the options.
+  server.Get(R"(/api/organizations/([^/]+)/overview)", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    const std::string org = req.matches[1];
+    if (!trust::RepoId::parse(org + "/x") || !std::filesystem::is_directory(ctx.store.root() / org)) {
+      return send_error(res, 404, "RepoNotFound", "organization '" + org + "' does not exist");
+    }
+    send_json(res, {{"name", org},
+                    {"fullname", org},
+                    {"type", "org"},
+                    {"trustedKernelPublisher", ctx.options.trusted_publishers.count(org) > 0}});
+  });
   server.Get(base, [&ctx](const httplib::Request& req, httplib::Response& res) { repo_info(ctx, req, res, "main"); });
   server.Get(base + "/revision/(.+)", [&ctx](const httplib::Request& req, httplib::Response& res) {
     repo_info(ctx, req, res, req.matches[4]);

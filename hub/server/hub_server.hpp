@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct ServerOptions {
   int port = 0;                      // 0: pick a free port
   std::size_t tree_page_size = 1000; // entries per /tree page before a Link: rel="next"
   bool test_endpoints = false;       // /_kernelhub/{requests,faults}: for tests in other processes
+  // Orgs whose /api/organizations/{org}/overview says trustedKernelPublisher (the flag the
+  // `kernels` library checks online before it downloads anything).
+  std::set<std::string> trusted_publishers{"kernels-community"};
 };
 
 class HubServer {

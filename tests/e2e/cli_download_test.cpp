@@ -29,7 +29,7 @@ std::string read_all(const fs::path& path) {
 json download_json(const FixtureHub& hub, const fs::path& cache, const std::vector<std::string>& extra) {
   std::vector<std::string> args{"download", "kernels-community/relu", "--cache-dir", cache.string(), "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
-  const auto result = kernelhub(args, {{"HF_ENDPOINT", hub.endpoint()}});
+  const auto result = run_kernelhub(args, {{"HF_ENDPOINT", hub.endpoint()}});
   INFO("stderr: " << result.err);
   REQUIRE(result.exit_code == 0);
   return json::parse(result.out);
@@ -101,7 +101,7 @@ TEST_CASE("a cached kernel is re-resolved without downloading, and offline witho
   CHECK(hub.count("GET", "/lfs") == 0);
 
   hub.reset_requests();
-  const auto offline = kernelhub(
+  const auto offline = run_kernelhub(
       {"download", "kernels-community/relu", "--version", "1", "--cache-dir", cache.path().string(), "--json"},
       {{"HF_ENDPOINT", hub.endpoint()}, {"HF_HUB_OFFLINE", "1"}});
   INFO(offline.err);
@@ -109,7 +109,7 @@ TEST_CASE("a cached kernel is re-resolved without downloading, and offline witho
   CHECK(json::parse(offline.out).at("path") == first.at("path"));
   CHECK(hub.total_requests() == 0);
 
-  const auto offline_v2 = kernelhub(
+  const auto offline_v2 = run_kernelhub(
       {"download", "kernels-community/relu", "--version", "2", "--cache-dir", cache.path().string()},
       {{"HF_ENDPOINT", hub.endpoint()}, {"HF_HUB_OFFLINE", "1"}});
   CHECK(offline_v2.exit_code != 0);
@@ -122,7 +122,7 @@ TEST_CASE("ls lists cached repos, revisions, variants and sizes", "[e2e][ls]") {
   const json v1 = download_json(hub, cache.path(), {"--version", "1"});
   const json v2 = download_json(hub, cache.path(), {"--version", "2"});
 
-  const auto ls = kernelhub({"ls", "--cache-dir", cache.path().string(), "--json"});
+  const auto ls = run_kernelhub({"ls", "--cache-dir", cache.path().string(), "--json"});
   INFO(ls.err);
   REQUIRE(ls.exit_code == 0);
   const std::string text = ls.out;
@@ -131,7 +131,7 @@ TEST_CASE("ls lists cached repos, revisions, variants and sizes", "[e2e][ls]") {
   CHECK(text.find(v2.at("commit").get<std::string>()) != std::string::npos);
   CHECK(text.find(kVariant) != std::string::npos);
 
-  const auto table = kernelhub({"ls", "--cache-dir", cache.path().string()});
+  const auto table = run_kernelhub({"ls", "--cache-dir", cache.path().string()});
   REQUIRE(table.exit_code == 0);
   CHECK(table.out.find("kernels-community/relu") != std::string::npos);
 }
@@ -143,7 +143,7 @@ TEST_CASE("download failures exit non-zero with a one-line reason", "[e2e][error
     args.insert(args.begin(), "download");
     args.insert(args.end(), {"--cache-dir", cache.path().string()});
     env.try_emplace("HF_ENDPOINT", hub.endpoint());
-    return kernelhub(args, env);
+    return run_kernelhub(args, env);
   };
   const auto one_line = [](const CommandResult& r) {
     return !r.err.empty() && r.err.find('\n') == r.err.size() - 1;

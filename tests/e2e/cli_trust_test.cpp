@@ -14,7 +14,7 @@ namespace {
 
 CommandResult fetch(const FixtureHub& hub, const fs::path& cache, const std::string& repo, EnvOverrides env) {
   env.try_emplace("HF_ENDPOINT", hub.endpoint());
-  return kernelhub({"download", repo, "--version", "1", "--cache-dir", cache.string()}, env);
+  return run_kernelhub({"download", repo, "--version", "1", "--cache-dir", cache.string()}, env);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ void FixtureHub::reset_requests() const {
   client.Post("/_kernelhub/requests/reset", "", "application/json");
 }
 
-CommandResult kernelhub(const std::vector<std::string>& args, EnvOverrides env) {
+CommandResult run_kernelhub(const std::vector<std::string>& args, EnvOverrides env) {
   for (const char* name : {"DIFFUSERS_TRUST_REMOTE_KERNELS", "DIFFUSERS_DISABLE_REMOTE_CODE",
                            "HF_HUB_OFFLINE", "KERNELHUB_POLICY", "HF_TOKEN"}) {
     env.try_emplace(name, "");

@@ -32,7 +32,7 @@ class FixtureHub {
 
 // Runs `kernelhub ARGS...` with HF_ENDPOINT/cache/trust variables controlled by the caller;
 // the trust variables are cleared unless given.
-CommandResult kernelhub(const std::vector<std::string>& args, EnvOverrides env = {});
+CommandResult run_kernelhub(const std::vector<std::string>& args, EnvOverrides env = {});
 
 std::string sha256_hex_of_file(const std::filesystem::path& path);
 

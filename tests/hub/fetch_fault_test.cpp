@@ -89,7 +89,7 @@ TEST_CASE("a corrupted byte fails with hash_mismatch and publishes nothing") {
   check_nothing_published(fx);
 }
 
-TEST_CASE("a few 503 or 429 answers are retried; a storm ends in a typed error") {
+TEST_CASE("a few 503 or 429 answers are retried, a storm ends in a typed error") {
   FetchFixture fx;
   hub::server::FaultPlan plan;
   SECTION("503 then success") {

@@ -176,7 +176,7 @@ TEST_CASE("versions, revisions and repos that do not exist get typed errors") {
   CHECK(missing.error().code == ErrorCode::repo_not_found);
 }
 
-TEST_CASE("a commit sha revision writes no ref; a branch revision writes refs/<branch>") {
+TEST_CASE("a commit sha revision writes no ref, a branch revision writes refs/<branch>") {
   FetchFixture fx;
   auto request = FetchFixture::request();
   request.version.reset();
@@ -188,7 +188,7 @@ TEST_CASE("a commit sha revision writes no ref; a branch revision writes refs/<b
   CHECK(fx.server->count("GET", "/revision/") == 0);
 }
 
-TEST_CASE("--variant must exist; --all-variants takes every variant") {
+TEST_CASE("a missing --variant is refused, and --all-variants takes every variant") {
   FetchFixture fx;
   auto request = FetchFixture::request();
   request.variant = "torch299-cxx11-cpu-x86_64-linux";

@@ -10,7 +10,7 @@
 using namespace kernelhub;
 using namespace kernelhub::testing;
 
-TEST_CASE("API bodies over the cap fail with too_large; at the cap they pass") {
+TEST_CASE("API bodies over the cap fail with too_large, at the cap they pass") {
   LocalHttpServer http;
   http.server.Get("/api/big", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::string(2000, 'x'), "application/json");

@@ -112,7 +112,7 @@ TEST_CASE("universal is the last resort, after the backend's noarch build", "[va
   CHECK(*only_universal == "torch-universal");
 }
 
-TEST_CASE("noarch build of another backend is rejected; arch beats noarch", "[variant]") {
+TEST_CASE("noarch build of another backend is rejected, arch beats noarch", "[variant]") {
   const auto ranked = rank_variants({"torch-cuda", "torch-cpu"}, linux_x86("cpu"));
   CHECK(find(ranked, "torch-cpu").accepted);
   CHECK_FALSE(find(ranked, "torch-cuda").accepted);
@@ -130,7 +130,7 @@ TEST_CASE("Ascend cann backend accepts the torch-npu noarch build", "[variant]")
   CHECK(*chosen == "torch-npu");
 }
 
-TEST_CASE("cxx98 builds are rejected; untagged builds beat cxx11-tagged ones", "[variant]") {
+TEST_CASE("cxx98 builds are rejected, untagged builds beat cxx11-tagged ones", "[variant]") {
   const auto ranked = rank_variants({"torch215-cxx98-cpu-x86_64-linux", "torch215-cxx11-cpu-x86_64-linux",
                                      "torch215-cpu-x86_64-linux"},
                                     linux_x86("cpu"));

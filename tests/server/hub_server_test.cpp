@@ -41,7 +41,7 @@ TEST_CASE("refs lists branches, tags and an empty converts", "[server]") {
   CHECK(refs["tags"] == json::array({{{"name", "v1.0.0"}, {"ref", "refs/tags/v1.0.0"}, {"targetCommit", fx.commit}}}));
 }
 
-TEST_CASE("revision info by branch, tag, sha and default main; siblings only for models", "[server]") {
+TEST_CASE("revision info by branch, tag, sha and default main, siblings only for models", "[server]") {
   ServerFixture fx;
   auto c = fx.client();
   for (const std::string& rev : std::vector<std::string>{"v1", "v1.0.0", fx.commit, "refs%2Fheads%2Fv1"}) {
@@ -83,7 +83,7 @@ TEST_CASE("tree pagination follows absolute Link headers to the full listing", "
                                           "build/torch-cpu/weights.dat"});
 }
 
-TEST_CASE("tree entries carry oid, size and lfs; paths may be %2F-encoded", "[server]") {
+TEST_CASE("tree entries carry oid, size and lfs, paths may be %2F-encoded", "[server]") {
   ServerFixture fx;
   auto c = fx.client();
   const json entries = get_json(c, kApi + "/tree/main/build%2Ftorch-cpu%2Fdemo");

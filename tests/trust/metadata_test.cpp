@@ -73,7 +73,7 @@ TEST_CASE("malformed or oversized metadata.json is refused", "[trust][metadata]"
   }
 }
 
-TEST_CASE("matching files verify; exclusions are not required to be listed", "[trust][metadata]") {
+TEST_CASE("matching files verify, exclusions are not required to be listed", "[trust][metadata]") {
   auto md = parse_kernel_metadata(metadata_json());
   REQUIRE(md);
   auto r = verify_variant_digests(*md, actual_files());
