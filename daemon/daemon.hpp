@@ -1,0 +1,63 @@
+// kernelhubd: one process per host owns the kernel cache and serves fetches over a Unix
+// socket (docs/protocol.md). Each client is identified by SO_PEERCRED only; the admin policy
+// decides who may connect and what a client's environment may opt into.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "trust/environment.hpp"
+#include "trust/result.hpp"
+
+namespace kernelhub::daemon {
+
+struct DaemonOptions {
+  std::filesystem::path socket_path = "/run/kernelhub/kernelhub.sock";
+  std::filesystem::path cache_dir = "/var/cache/kernelhub";
+  std::optional<std::filesystem::path> policy_file;
+  std::size_t max_connections = 256;
+  std::chrono::seconds resolve_ttl{60};        // version/revision -> commit memo lifetime
+  std::chrono::seconds shutdown_grace{10};     // SIGTERM: in-flight work gets this long
+  bool use_socket_activation = true;           // take fd 3 when sd_listen_fds(0) == 1
+  bool handle_signals = false;                 // run(): SIGTERM/SIGINT stop, SIGHUP reload
+  trust::Environment env;                      // HF_ENDPOINT, HF_TOKEN, HF_HUB_* for the Hub
+};
+
+struct DaemonCounters {
+  std::uint64_t requests = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t bytes_downloaded = 0;
+  std::uint64_t upstream_requests = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t connections = 0;
+  std::uint64_t active_connections = 0;
+};
+
+class Daemon {
+ public:
+  explicit Daemon(DaemonOptions options);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Checks the cache root, loads the policy, listens, serves until request_stop(); then
+  // stops accepting and lets in-flight work finish up to shutdown_grace. Blocks.
+  Result<void> run();
+  // Thread-safe and async-signal-unsafe: call from a normal thread (the signal thread does).
+  void request_stop();
+  // Re-reads policy_file; on error the old policy stays in force (SIGHUP).
+  Result<void> reload_policy();
+  // True once the socket is listening (tests wait on this).
+  bool ready() const;
+  DaemonCounters counters() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kernelhub::daemon
