@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "cache/fs_util.hpp"
-#include "cache/unique_fd.hpp"
+#include "trust/unique_fd.hpp"
 #include "trust/digest.hpp"
 
 namespace kernelhub::cache {

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cache/unique_fd.hpp"
+#include "trust/unique_fd.hpp"
 #include "trust/digest.hpp"
 
 namespace kernelhub::cache {

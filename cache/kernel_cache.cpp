@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "cache/fs_util.hpp"
-#include "cache/unique_fd.hpp"
+#include "trust/unique_fd.hpp"
 #include "trust/digest.hpp"
 #include "trust/safe_path.hpp"
 

@@ -1,11 +1,12 @@
 // An owning file descriptor: closed exactly once, on destruction or reset.
+// Shared by every module (cache, hub server, proto, daemon, client).
 #pragma once
 
 #include <unistd.h>
 
 #include <utility>
 
-namespace kernelhub::cache {
+namespace kernelhub {
 
 class UniqueFd {
  public:
@@ -32,4 +33,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace kernelhub::cache
+}  // namespace kernelhub

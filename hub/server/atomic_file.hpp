@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "hub/server/unique_fd.hpp"
+#include "trust/unique_fd.hpp"
 #include "trust/result.hpp"
 
 namespace kernelhub::hub::server {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "hub/server/server_context.hpp"
-#include "hub/server/unique_fd.hpp"
+#include "trust/unique_fd.hpp"
 
 namespace kernelhub::hub::server {
 namespace {

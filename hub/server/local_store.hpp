@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hub/server/unique_fd.hpp"
+#include "trust/unique_fd.hpp"
 #include "trust/repo_id.hpp"
 #include "trust/result.hpp"
 
