@@ -27,9 +27,27 @@ std::string_view to_string(ErrorCode code) noexcept {
     case ErrorCode::disk_full: return "disk_full";
     case ErrorCode::io: return "io";
     case ErrorCode::policy: return "policy";
+    case ErrorCode::protocol_error: return "protocol_error";
+    case ErrorCode::unsupported_protocol: return "unsupported_protocol";
+    case ErrorCode::malformed_frame: return "malformed_frame";
+    case ErrorCode::truncated_frame: return "truncated_frame";
+    case ErrorCode::frame_too_large: return "frame_too_large";
+    case ErrorCode::unknown_request: return "unknown_request";
+    case ErrorCode::invalid_request: return "invalid_request";
+    case ErrorCode::permission_denied: return "permission_denied";
+    case ErrorCode::shutting_down: return "shutting_down";
     case ErrorCode::internal: return "internal";
   }
   return "internal";
+}
+
+std::optional<ErrorCode> error_code_from_string(std::string_view name) noexcept {
+  // `internal` is last in the enum; walk every value through to_string.
+  for (int i = 0; i <= static_cast<int>(ErrorCode::internal); ++i) {
+    auto code = static_cast<ErrorCode>(i);
+    if (to_string(code) == name) return code;
+  }
+  return std::nullopt;
 }
 
 }  // namespace kernelhub

@@ -3,6 +3,7 @@
 // so this is a deliberately small expected-like type with the same spelling.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,10 +35,22 @@ enum class ErrorCode {
   disk_full,
   io,
   policy,  // admin policy file problems
+  // kernelhubd wire protocol (docs/protocol.md); these names travel as `code` strings.
+  protocol_error,        // request before hello, second hello, ...
+  unsupported_protocol,  // client protocol below the daemon's minimum
+  malformed_frame,       // payload is not a JSON object with a string `type`
+  truncated_frame,       // end of stream inside a frame
+  frame_too_large,       // announced length above max_frame
+  unknown_request,       // well-formed frame with an unknown `type`
+  invalid_request,       // known `type`, members missing or of the wrong type
+  permission_denied,     // peer uid/gid not allowed by the admin policy
+  shutting_down,         // daemon is stopping and takes no new work
   internal,
 };
 
 std::string_view to_string(ErrorCode code) noexcept;
+// Inverse of to_string (error codes received over the wire); nullopt for unknown names.
+std::optional<ErrorCode> error_code_from_string(std::string_view name) noexcept;
 
 struct Error {
   ErrorCode code = ErrorCode::internal;

@@ -1,0 +1,216 @@
+// Typed frames of the kernelhubd protocol, one struct per message in docs/protocol.md, with
+// strict parsing (missing members or wrong types are invalid_request, an unknown `type` is
+// unknown_request) and canonical serialisation: to_json omits absent optionals, so
+// to_json(parse(x)) == x for every canonical x (tests/proto/golden/ holds one per type).
+// Unknown extra members are ignored, so a newer peer can add fields without a version bump.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trust/result.hpp"
+
+namespace kernelhub::proto {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr std::string_view kCapabilityFds = "fds";
+inline constexpr std::string_view kCapabilityProgress = "progress";
+
+using RequestId = std::uint64_t;
+
+// Both directions: the client names itself in `client`, the daemon in `daemon`.
+struct Hello {
+  int protocol = kProtocolVersion;
+  std::vector<std::string> capabilities;
+  std::optional<std::string> client;
+  std::optional<std::string> daemon;
+  bool operator==(const Hello&) const = default;
+};
+
+// `fetch` or `prefetch`. Exactly one of version/revision. Only the keys the daemon reads are
+// meaningful in env (DIFFUSERS_TRUST_REMOTE_KERNELS, DIFFUSERS_DISABLE_REMOTE_CODE, HF_HUB_OFFLINE).
+struct FetchRequest {
+  bool prefetch = false;
+  RequestId id = 0;
+  std::string repo;  // org/name, validated by the daemon with trust::RepoId::parse
+  std::optional<std::uint64_t> version;
+  std::optional<std::string> revision;
+  std::optional<std::string> variant;
+  bool all_variants = false;
+  std::optional<std::string> torch_version;
+  std::optional<std::string> backend;
+  std::map<std::string, std::string> env;
+  bool operator==(const FetchRequest&) const = default;
+};
+
+struct Progress {
+  RequestId id = 0;
+  std::string file;
+  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_total = 0;
+  std::uint64_t files_done = 0;
+  std::uint64_t files_total = 0;
+  bool operator==(const Progress&) const = default;
+};
+
+struct FetchedFile {
+  std::string path;  // repo-relative
+  std::uint64_t size = 0;
+  std::string sha256;            // hex
+  std::optional<std::size_t> fd;  // index into the frame's SCM_RIGHTS array
+  bool operator==(const FetchedFile&) const = default;
+};
+
+struct Fetched {
+  RequestId id = 0;
+  std::string repo;
+  std::string commit;
+  std::vector<std::string> variants;
+  bool from_cache = false;
+  std::string snapshot_path;
+  std::vector<FetchedFile> files;
+  bool operator==(const Fetched&) const = default;
+};
+
+struct StatusRequest {
+  RequestId id = 0;
+  bool operator==(const StatusRequest&) const = default;
+};
+
+struct Counters {
+  std::uint64_t requests = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t bytes_downloaded = 0;
+  std::uint64_t upstream_requests = 0;
+  std::uint64_t errors = 0;
+  std::uint64_t connections = 0;
+  std::uint64_t active_connections = 0;
+  bool operator==(const Counters&) const = default;
+};
+
+struct StatusReply {
+  RequestId id = 0;
+  std::string daemon;
+  std::int64_t pid = 0;
+  double uptime_s = 0;
+  std::string cache_root;
+  int protocol = kProtocolVersion;
+  Counters counters;
+  bool operator==(const StatusReply&) const = default;
+};
+
+struct LsRequest {
+  RequestId id = 0;
+  bool operator==(const LsRequest&) const = default;
+};
+
+// `repos` has the shape of `kernelhub ls --json`; checked to be an array, passed through.
+struct LsReply {
+  RequestId id = 0;
+  nlohmann::json repos = nlohmann::json::array();
+  bool operator==(const LsReply&) const = default;
+};
+
+struct VerifyRequest {
+  RequestId id = 0;
+  std::optional<std::string> repo;  // all cached repos when absent
+  bool operator==(const VerifyRequest&) const = default;
+};
+
+struct CorruptBlob {
+  std::string repo;
+  std::string blob;
+  std::string reason;
+  bool operator==(const CorruptBlob&) const = default;
+};
+
+struct VerifyReply {  // type `verified`
+  RequestId id = 0;
+  std::uint64_t checked = 0;
+  std::vector<CorruptBlob> corrupt;
+  bool operator==(const VerifyReply&) const = default;
+};
+
+struct GcRequest {
+  RequestId id = 0;
+  bool operator==(const GcRequest&) const = default;
+};
+
+struct GcReply {
+  RequestId id = 0;
+  std::uint64_t removed_snapshots = 0;
+  std::uint64_t removed_blobs = 0;
+  std::uint64_t freed_bytes = 0;
+  bool operator==(const GcReply&) const = default;
+};
+
+// `code` stays a string: a newer daemon may send codes this build does not know.
+struct ErrorReply {
+  std::optional<RequestId> id;
+  std::string code;
+  std::string message;
+  bool operator==(const ErrorReply&) const = default;
+};
+
+using Message = std::variant<Hello, FetchRequest, Progress, Fetched, StatusRequest, StatusReply,
+                             LsRequest, LsReply, VerifyRequest, VerifyReply, GcRequest, GcReply,
+                             ErrorReply>;
+
+// Who sent the frame. `status`, `ls` and `gc` name both a request and its reply.
+enum class Sender { client, daemon };
+
+// Strict parse of a frame sent by `sender`: the daemon parses with Sender::client, so a
+// client sending `fetched` gets unknown_request. unknown_request/invalid_request errors
+// mention the request id when the frame had a valid one (see request_id_of).
+Result<Message> parse_message(const nlohmann::json& frame, Sender sender);
+// Direction-free: `status`/`ls`/`gc` are replies when they carry the reply's first member
+// (`counters`, `repos`, `removed_snapshots`). For tools and the fuzzer; peers use the above.
+Result<Message> parse_message(const nlohmann::json& frame);
+
+// The integer `id` of a frame, if it has one (to address an error reply to a bad request).
+std::optional<RequestId> request_id_of(const nlohmann::json& frame);
+
+nlohmann::json to_json(const Hello& m);
+nlohmann::json to_json(const FetchRequest& m);
+nlohmann::json to_json(const Progress& m);
+nlohmann::json to_json(const FetchedFile& m);
+nlohmann::json to_json(const Fetched& m);
+nlohmann::json to_json(const StatusRequest& m);
+nlohmann::json to_json(const Counters& m);
+nlohmann::json to_json(const StatusReply& m);
+nlohmann::json to_json(const LsRequest& m);
+nlohmann::json to_json(const LsReply& m);
+nlohmann::json to_json(const VerifyRequest& m);
+nlohmann::json to_json(const VerifyReply& m);
+nlohmann::json to_json(const GcRequest& m);
+nlohmann::json to_json(const GcReply& m);
+nlohmann::json to_json(const ErrorReply& m);
+nlohmann::json to_json(const Message& m);
+
+// The wire `type` of a message (`fetch`/`prefetch` follow FetchRequest::prefetch).
+std::string_view type_name(const Message& m);
+
+// Error <-> error frame. A code this build does not know becomes protocol_error, with the
+// received code kept in the message.
+ErrorReply to_error_reply(const Error& error, std::optional<RequestId> id = std::nullopt);
+Error to_error(const ErrorReply& reply);
+
+struct Negotiated {
+  int protocol = 0;
+  std::vector<std::string> capabilities;  // in the client's order
+};
+
+// The lower of the two versions and the shared capabilities. unsupported_protocol when the
+// client's version is below daemon_min (or not positive).
+Result<Negotiated> negotiate(const Hello& client, int daemon_min, int daemon_max,
+                             const std::vector<std::string>& daemon_caps);
+
+}  // namespace kernelhub::proto
