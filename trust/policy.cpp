@@ -1,8 +1,13 @@
 #include "trust/policy.hpp"
 
+#include <grp.h>
+#include <pwd.h>
+
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <fstream>
+#include <vector>
 #include <sstream>
 
 namespace kernelhub::trust {
@@ -71,7 +76,81 @@ Result<bool> boolean(const toml::node& node, std::string_view source, std::strin
   return *node.value<bool>();
 }
 
+// getpwnam_r/getgrnam_r with a growing buffer; nullopt when the name does not exist.
+std::optional<std::uint32_t> lookup_id(const std::string& name, bool user) {
+  std::vector<char> buffer(1024);
+  for (;;) {
+    int rc = 0;
+    std::optional<std::uint32_t> id;
+    if (user) {
+      passwd pw{};
+      passwd* found = nullptr;
+      rc = ::getpwnam_r(name.c_str(), &pw, buffer.data(), buffer.size(), &found);
+      if (rc == 0 && found != nullptr) id = found->pw_uid;
+    } else {
+      group gr{};
+      group* found = nullptr;
+      rc = ::getgrnam_r(name.c_str(), &gr, buffer.data(), buffer.size(), &found);
+      if (rc == 0 && found != nullptr) id = found->gr_gid;
+    }
+    if (rc != ERANGE || buffer.size() > (1u << 20)) return id;
+    buffer.resize(buffer.size() * 2);
+  }
+}
+
+// allow_users / allow_groups: names (resolved now) or non-negative integer ids.
+Result<std::set<std::uint32_t>> id_set(const toml::node& node, const std::string& source, std::string_view key,
+                                       bool user) {
+  const std::string where = source + ": [daemon] " + std::string(key);
+  const auto* array = node.as_array();
+  if (array == nullptr) return fail(ErrorCode::policy, where + " must be an array of names or numeric ids");
+  std::set<std::uint32_t> out;
+  for (const auto& item : *array) {
+    if (const auto number = item.value<std::int64_t>(); item.is_integer() && number) {
+      if (*number < 0 || *number > 0xfffffffe) return fail(ErrorCode::policy, where + ": id out of range");
+      out.insert(static_cast<std::uint32_t>(*number));
+      continue;
+    }
+    const auto name = item.value<std::string>();
+    if (!item.is_string() || !name || name->empty()) {
+      return fail(ErrorCode::policy, where + " must contain only names or numeric ids");
+    }
+    const auto id = lookup_id(*name, user);
+    if (!id) return fail(ErrorCode::policy, where + ": no " + (user ? "user" : "group") + " named '" + *name + "'");
+    out.insert(*id);
+  }
+  return out;
+}
+
+Result<void> parse_daemon_table(const toml::table& table, const std::string& source, AdminPolicy& policy) {
+  for (const auto& [name, value] : table) {
+    const std::string_view k = name.str();
+    if (k != "allow_users" && k != "allow_groups") {
+      return fail(ErrorCode::policy, source + ": unknown key '" + std::string(k) +
+                                         "' in [daemon] (allowed: allow_users, allow_groups)");
+    }
+    const bool user = k == "allow_users";
+    auto ids = id_set(value, source, k, user);
+    KH_TRY(ids);
+    if (user) {
+      policy.allow_users = std::set<uid_t>(ids->begin(), ids->end());
+    } else {
+      policy.allow_groups = std::set<gid_t>(ids->begin(), ids->end());
+    }
+  }
+  return ok();
+}
+
 }  // namespace
+
+bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<const gid_t> groups) {
+  if (!policy.allow_users && !policy.allow_groups) return true;
+  if (uid == 0) return true;
+  if (policy.allow_users && policy.allow_users->contains(uid)) return true;
+  if (!policy.allow_groups) return false;
+  if (policy.allow_groups->contains(gid)) return true;
+  return std::any_of(groups.begin(), groups.end(), [&](gid_t g) { return policy.allow_groups->contains(g); });
+}
 
 Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view source_name) {
   const std::string source(source_name);
@@ -86,9 +165,15 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
   }
   AdminPolicy policy;
   for (const auto& [key, node] : root) {
+    if (key.str() == "daemon") {
+      const auto* daemon = node.as_table();
+      if (daemon == nullptr) return fail(ErrorCode::policy, source + ": 'daemon' must be a table");
+      KH_TRY(parse_daemon_table(*daemon, source, policy));
+      continue;
+    }
     if (key.str() != "trust") {
       return fail(ErrorCode::policy, source + ": unknown table or key '" + std::string(key.str()) +
-                                         "' (only [trust] is allowed)");
+                                         "' (only [trust] and [daemon] are allowed)");
     }
     const auto* trust = node.as_table();
     if (trust == nullptr) return fail(ErrorCode::policy, source + ": 'trust' must be a table");

@@ -3,8 +3,12 @@
 // On a daemon the admin's policy bounds what a client's environment may opt into.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -30,6 +34,10 @@ struct AdminPolicy {
   std::set<std::string> opt_in_publishers;
   bool allow_any_opt_in = true;  // false: only orgs in opt_in_publishers may be opted into
   bool disable_remote_code = false;
+  // [daemon] who may connect to kernelhubd; names are resolved to ids when the policy is
+  // loaded. Both absent: everyone may connect.
+  std::optional<std::set<uid_t>> allow_users;
+  std::optional<std::set<gid_t>> allow_groups;
 };
 
 struct TrustDecision {
@@ -40,12 +48,20 @@ struct TrustDecision {
 
 TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org, const TrustEnvironment& env);
 
+// May this peer (from SO_PEERCRED, never from a request) talk to the daemon? Root always
+// may; otherwise the uid must be listed, or its primary or a supplementary group.
+bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<const gid_t> groups);
+
 // Reads an admin policy file (TOML):
 //   [trust]
 //   publishers = ["kernels-community", "my-org"]   # replaces the default trusted set
 //   opt_in = ["SageAttention"]
 //   allow_any_opt_in = false
 //   disable_remote_code = false
+//   [daemon]
+//   allow_users = ["alice", 1000]    # user names or numeric uids
+//   allow_groups = ["kernelusers"]   # group names or numeric gids
+// An unknown user or group name fails: a typo must not silently lock people out.
 // Unknown keys/tables or wrong types fail with ErrorCode::policy.
 Result<AdminPolicy> load_policy_file(const std::filesystem::path& path);
 Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view source_name = "policy");

@@ -1,0 +1,68 @@
+#include <catch2/catch.hpp>
+
+#include <grp.h>
+#include <pwd.h>
+
+#include <vector>
+
+#include "trust/policy.hpp"
+
+using namespace kernelhub;
+using namespace kernelhub::trust;
+
+TEST_CASE("without a [daemon] table everyone may connect", "[trust][peer]") {
+  auto policy = parse_policy("[trust]\nopt_in = [\"x\"]\n");
+  REQUIRE(policy);
+  CHECK_FALSE(policy->allow_users);
+  CHECK_FALSE(policy->allow_groups);
+  CHECK(peer_allowed(*policy, 4242, 4242, {}));
+}
+
+TEST_CASE("allow_users and allow_groups take names and numeric ids", "[trust][peer]") {
+  // root and its group exist on every Linux system.
+  auto policy = parse_policy("[daemon]\nallow_users = [\"root\", 1000]\nallow_groups = [\"root\", 2000]\n");
+  REQUIRE(policy);
+  CHECK(*policy->allow_users == std::set<uid_t>{0, 1000});
+  CHECK(*policy->allow_groups == std::set<gid_t>{0, 2000});
+}
+
+TEST_CASE("peer_allowed admits listed users and members of listed groups only", "[trust][peer]") {
+  AdminPolicy policy;
+  policy.allow_users = std::set<uid_t>{1000};
+  policy.allow_groups = std::set<gid_t>{2000};
+  const std::vector<gid_t> none;
+  const std::vector<gid_t> member{10, 2000};
+  const std::vector<gid_t> other{10, 20};
+  CHECK(peer_allowed(policy, 1000, 1000, none));
+  CHECK(peer_allowed(policy, 1001, 2000, none));    // primary group
+  CHECK(peer_allowed(policy, 1001, 1001, member));  // supplementary group
+  CHECK_FALSE(peer_allowed(policy, 1001, 1001, other));
+  CHECK(peer_allowed(policy, 0, 0, none));  // root always may
+
+  AdminPolicy users_only;
+  users_only.allow_users = std::set<uid_t>{1000};
+  CHECK_FALSE(peer_allowed(users_only, 1001, 2000, member));
+  AdminPolicy groups_only;
+  groups_only.allow_groups = std::set<gid_t>{2000};
+  CHECK_FALSE(peer_allowed(groups_only, 1000, 1000, none));
+  CHECK(peer_allowed(groups_only, 1000, 1000, member));
+}
+
+TEST_CASE("bad [daemon] tables fail with ErrorCode::policy and say why", "[trust][peer]") {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"[daemon]\nallow_users = [\"no-such-user-kh\"]\n", "no user named 'no-such-user-kh'"},
+      {"[daemon]\nallow_groups = [\"no-such-group-kh\"]\n", "no group named 'no-such-group-kh'"},
+      {"[daemon]\nallow_users = \"root\"\n", "allow_users must be an array"},
+      {"[daemon]\nallow_users = [-1]\n", "id out of range"},
+      {"[daemon]\nallow_groups = [true]\n", "only names or numeric ids"},
+      {"[daemon]\nallow = [1]\n", "unknown key 'allow' in [daemon]"},
+      {"daemon = 1\n", "'daemon' must be a table"},
+  };
+  for (const auto& [text, needle] : cases) {
+    INFO(text);
+    auto policy = parse_policy(text);
+    REQUIRE_FALSE(policy);
+    CHECK(policy.error().code == ErrorCode::policy);
+    CHECK(policy.error().message.find(needle) != std::string::npos);
+  }
+}
