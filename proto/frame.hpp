@@ -37,6 +37,9 @@ class FrameDecoder {
   bool mid_frame() const;
   // Length announced by the buffered header, once its 4 bytes are in (readers size reads).
   std::optional<std::size_t> pending_length() const;
+  // Bytes still missing from the current frame (the header first, then the payload), so a
+  // reader can stop exactly at a frame boundary and attribute SCM_RIGHTS fds to one frame.
+  std::size_t bytes_needed() const;
   std::size_t max_frame() const { return max_frame_; }
 
  private:
