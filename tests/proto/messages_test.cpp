@@ -1,0 +1,158 @@
+// Golden files: one per message type, written by hand from docs/protocol.md. Each must parse
+// to the typed value below, and that value must serialise back to exactly the golden JSON.
+#include <catch2/catch.hpp>
+
+#include "proto/messages.hpp"
+#include "tests/proto/proto_test_support.hpp"
+
+using namespace kernelhub;
+using namespace kernelhub::proto;
+using kernelhub::proto::testing::load_golden;
+
+namespace {
+
+const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
+const std::string kSha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+const std::string kEmptySha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+const std::string kVariant = "torch215-cxx11-cpu-x86_64-linux";
+
+struct GoldenCase {
+  std::string name;
+  Sender sender;
+  Message typed;
+};
+
+std::vector<GoldenCase> golden_cases() {
+  FetchRequest fetch;
+  fetch.id = 7;
+  fetch.repo = "kernels-community/relu";
+  fetch.version = 1;
+  fetch.torch_version = "2.15";
+  fetch.backend = "cpu";
+  fetch.env = {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}, {"DIFFUSERS_DISABLE_REMOTE_CODE", ""}, {"HF_HUB_OFFLINE", ""}};
+
+  FetchRequest prefetch;
+  prefetch.prefetch = true;
+  prefetch.id = 8;
+  prefetch.repo = "kernels-community/activation";
+  prefetch.revision = "main";
+  prefetch.variant = kVariant;
+
+  Fetched fetched{7, "kernels-community/relu", kCommit, {kVariant}, true,
+                  "/var/cache/kernelhub/kernels--kernels-community--relu/snapshots/" + kCommit,
+                  {{"build/" + kVariant + "/_relu.abi3.so", 104857600, kSha, 0},
+                   {"build/" + kVariant + "/__init__.py", 0, kEmptySha, 1}}};
+
+  LsReply ls{3, nlohmann::json::array({{{"repo", "kernels-community/relu"},
+                                        {"path", "/var/cache/kernelhub/kernels--kernels-community--relu"},
+                                        {"size_bytes", 104857600},
+                                        {"revisions", {{{"commit", kCommit},
+                                                        {"refs", {"v1"}},
+                                                        {"variants", {kVariant}},
+                                                        {"size_bytes", 104857600}}}}}})};
+
+  return {
+      {"hello_client", Sender::client, Hello{1, {"fds", "progress"}, "kernelhub/0.1.0", std::nullopt}},
+      {"hello_daemon", Sender::daemon, Hello{1, {"fds", "progress"}, std::nullopt, "kernelhubd/0.1.0"}},
+      {"fetch", Sender::client, fetch},
+      {"prefetch", Sender::client, prefetch},
+      {"progress", Sender::daemon, Progress{7, "build/" + kVariant + "/_relu.abi3.so", 1048576, 104857600, 1, 4}},
+      {"fetched", Sender::daemon, fetched},
+      {"status_request", Sender::client, StatusRequest{2}},
+      {"status_reply", Sender::daemon,
+       StatusReply{2, "kernelhubd/0.1.0", 4242, 12.5, "/var/cache/kernelhub", 1, Counters{10, 7, 3, 104857600, 9, 1, 4, 1}}},
+      {"ls_request", Sender::client, LsRequest{3}},
+      {"ls_reply", Sender::daemon, ls},
+      {"verify_request", Sender::client, VerifyRequest{4, "kernels-community/relu"}},
+      {"verified", Sender::daemon, VerifyReply{4, 12, {{"kernels-community/relu", kSha, "sha256 mismatch"}}}},
+      {"gc_request", Sender::client, GcRequest{5}},
+      {"gc_reply", Sender::daemon, GcReply{5, 1, 3, 2048}},
+      {"error", Sender::daemon,
+       ErrorReply{7, "untrusted_publisher", "publisher 'SageAttention' is not trusted: not in the admin allow-list"}},
+      {"error_no_id", Sender::daemon, ErrorReply{std::nullopt, "malformed_frame", "frame payload is not valid JSON"}},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("every golden frame parses to its typed message and serialises back exactly", "[proto][golden]") {
+  for (const auto& c : golden_cases()) {
+    INFO("golden " << c.name);
+    const auto golden = load_golden(c.name);
+    auto parsed = parse_message(golden, c.sender);
+    REQUIRE(parsed);
+    CHECK(*parsed == c.typed);
+    CHECK(to_json(*parsed) == golden);
+    CHECK(to_json(c.typed) == golden);
+    CHECK(type_name(c.typed) == golden["type"].get<std::string>());
+    // The direction-free parse must pick the same message.
+    auto guessed = parse_message(golden);
+    REQUIRE(guessed);
+    CHECK(*guessed == c.typed);
+    // And the bytes survive a frame round trip.
+    FrameDecoder decoder;
+    decoder.feed(*encode_frame(golden));
+    auto decoded = decoder.next();
+    REQUIRE(decoded);
+    REQUIRE(decoded->has_value());
+    CHECK(**decoded == golden);
+  }
+}
+
+TEST_CASE("the protocol document's fetch example with variant null parses", "[proto][golden]") {
+  auto doc = load_golden("fetch");
+  doc["variant"] = nullptr;
+  auto parsed = parse_message(doc, Sender::client);
+  REQUIRE(parsed);
+  const auto& fetch = std::get<FetchRequest>(*parsed);
+  CHECK_FALSE(fetch.variant.has_value());
+  CHECK_FALSE(to_json(fetch).contains("variant"));
+}
+
+TEST_CASE("every error code survives to_string and error_code_from_string", "[proto][errors]") {
+  for (int i = 0; i <= static_cast<int>(ErrorCode::internal); ++i) {
+    auto code = static_cast<ErrorCode>(i);
+    INFO(to_string(code));
+    CHECK(error_code_from_string(to_string(code)) == code);
+    auto back = to_error(to_error_reply(Error{code, "m"}, 3));
+    CHECK(back.code == code);
+    CHECK(back.message == "m");
+  }
+  CHECK_FALSE(error_code_from_string("no_such_code").has_value());
+  CHECK(error_code_from_string("frame_too_large") == ErrorCode::frame_too_large);
+  auto unknown = to_error(ErrorReply{1, "future_code", "details"});
+  CHECK(unknown.code == ErrorCode::protocol_error);
+  CHECK(unknown.message.find("future_code") != std::string::npos);
+}
+
+TEST_CASE("negotiate settles on the lower version and the shared capabilities", "[proto][handshake]") {
+  const std::vector<std::string> daemon_caps{"progress", "fds"};
+  SECTION("same version, client order kept, duplicates and unknowns dropped") {
+    auto n = negotiate(Hello{1, {"fds", "zstd", "progress", "fds"}, "c", {}}, 1, 1, daemon_caps);
+    REQUIRE(n);
+    CHECK(n->protocol == 1);
+    CHECK(n->capabilities == std::vector<std::string>{"fds", "progress"});
+  }
+  SECTION("a newer client gets the daemon's maximum") {
+    auto n = negotiate(Hello{7, {"progress"}, "c", {}}, 1, 3, daemon_caps);
+    REQUIRE(n);
+    CHECK(n->protocol == 3);
+    CHECK(n->capabilities == std::vector<std::string>{"progress"});
+  }
+  SECTION("an older client within range keeps its version") {
+    auto n = negotiate(Hello{2, {}, "c", {}}, 1, 3, daemon_caps);
+    REQUIRE(n);
+    CHECK(n->protocol == 2);
+    CHECK(n->capabilities.empty());
+  }
+  SECTION("below the minimum is unsupported_protocol") {
+    auto n = negotiate(Hello{1, {"fds"}, "c", {}}, 2, 3, daemon_caps);
+    REQUIRE_FALSE(n);
+    CHECK(n.error().code == ErrorCode::unsupported_protocol);
+  }
+  SECTION("version 0 is never supported") {
+    auto n = negotiate(Hello{0, {"fds"}, "c", {}}, 0, 1, daemon_caps);
+    REQUIRE_FALSE(n);
+    CHECK(n.error().code == ErrorCode::unsupported_protocol);
+  }
+}

@@ -1,0 +1,136 @@
+// parse_message is strict: wrong types and missing members are invalid_request, an unknown
+// `type` is unknown_request, and each error names the member (and the request id if any).
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "proto/messages.hpp"
+#include "tests/proto/proto_test_support.hpp"
+
+using namespace kernelhub;
+using namespace kernelhub::proto;
+using kernelhub::proto::testing::load_golden;
+using nlohmann::json;
+
+namespace {
+
+Error parse_error(const json& frame, Sender sender) {
+  auto parsed = parse_message(frame, sender);
+  REQUIRE_FALSE(parsed);
+  return parsed.error();
+}
+
+bool mentions(const Error& e, const std::string& text) { return e.message.find(text) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("wrong member types are invalid_request naming the member and the id", "[proto][strict]") {
+  struct Case {
+    const char* golden;
+    Sender sender;
+    const char* member;
+    json value;
+  };
+  const Case cases[] = {
+      {"fetch", Sender::client, "repo", 42},
+      {"fetch", Sender::client, "version", -1},
+      {"fetch", Sender::client, "version", "1"},
+      {"fetch", Sender::client, "all_variants", "yes"},
+      {"fetch", Sender::client, "env", json::array({"HF_HUB_OFFLINE"})},
+      {"fetch", Sender::client, "env", json{{"HF_HUB_OFFLINE", 1}}},
+      {"fetch", Sender::client, "torch_version", 2.15},
+      {"hello_client", Sender::client, "capabilities", "fds"},
+      {"hello_client", Sender::client, "capabilities", json::array({"fds", 1})},
+      {"hello_client", Sender::client, "protocol", 1.5},
+      {"progress", Sender::daemon, "bytes_done", -5},
+      {"fetched", Sender::daemon, "files", json::object()},
+      {"fetched", Sender::daemon, "files", json::array({json{{"path", "a"}, {"size", 1}, {"sha256", "x"}, {"fd", 250}}})},
+      {"fetched", Sender::daemon, "from_cache", 1},
+      {"status_reply", Sender::daemon, "counters", json{{"requests", "many"}}},
+      {"status_reply", Sender::daemon, "uptime_s", "12"},
+      {"ls_reply", Sender::daemon, "repos", json::object()},
+      {"verified", Sender::daemon, "corrupt", json::array({1})},
+      {"verify_request", Sender::client, "repo", false},
+      {"gc_reply", Sender::daemon, "freed_bytes", nullptr},
+      {"error", Sender::daemon, "code", 3},
+  };
+  for (const auto& c : cases) {
+    auto frame = load_golden(c.golden);
+    frame[c.member] = c.value;
+    INFO(frame.dump());
+    auto e = parse_error(frame, c.sender);
+    CHECK(e.code == ErrorCode::invalid_request);
+    CHECK(mentions(e, frame["type"].get<std::string>()));
+    CHECK(mentions(e, c.member));
+    if (frame.contains("id")) CHECK(mentions(e, "(id " + std::to_string(frame["id"].get<std::uint64_t>()) + ")"));
+  }
+}
+
+TEST_CASE("missing required members are invalid_request", "[proto][strict]") {
+  const std::pair<const char*, Sender> goldens[] = {
+      {"hello_client", Sender::client}, {"fetch", Sender::client},     {"progress", Sender::daemon},
+      {"fetched", Sender::daemon},      {"status_request", Sender::client}, {"status_reply", Sender::daemon},
+      {"ls_reply", Sender::daemon},     {"verified", Sender::daemon},  {"gc_reply", Sender::daemon},
+      {"error", Sender::daemon}};
+  const std::set<std::string> optional_members = {"type",    "client",        "daemon",  "variant", "all_variants",
+                                                  "torch_version", "backend", "env",     "revision"};
+  int checked = 0;
+  for (const auto& [name, sender] : goldens) {
+    const auto golden = load_golden(name);
+    for (const auto& [member, value] : golden.items()) {
+      if (optional_members.count(member) || (std::string(name) == "error" && member == "id")) continue;
+      auto frame = golden;
+      frame.erase(member);
+      INFO(name << " without " << member);
+      auto e = parse_error(frame, sender);
+      CHECK(e.code == ErrorCode::invalid_request);
+      CHECK(mentions(e, member));
+      ++checked;
+    }
+  }
+  CHECK(checked > 30);
+}
+
+TEST_CASE("fetch needs exactly one of version and revision", "[proto][strict]") {
+  auto both = load_golden("fetch");
+  both["revision"] = "main";
+  CHECK(parse_error(both, Sender::client).code == ErrorCode::invalid_request);
+  auto neither = load_golden("fetch");
+  neither.erase("version");
+  CHECK(parse_error(neither, Sender::client).code == ErrorCode::invalid_request);
+  auto null_version = load_golden("prefetch");
+  null_version["version"] = nullptr;
+  CHECK(parse_message(null_version, Sender::client));
+}
+
+TEST_CASE("unknown types are unknown_request and keep the id", "[proto][strict]") {
+  auto e = parse_error(json{{"type", "launch_missiles"}, {"id", 99}}, Sender::client);
+  CHECK(e.code == ErrorCode::unknown_request);
+  CHECK(mentions(e, "launch_missiles"));
+  CHECK(mentions(e, "(id 99)"));
+  CHECK(request_id_of(json{{"type", "launch_missiles"}, {"id", 99}}) == RequestId{99});
+  CHECK_FALSE(request_id_of(json{{"type", "x"}, {"id", "99"}}).has_value());
+  CHECK_FALSE(request_id_of(json{{"type", "x"}, {"id", -1}}).has_value());
+  // Replies are not requests: a client cannot send `fetched` or `error` to the daemon.
+  CHECK(parse_error(load_golden("fetched"), Sender::client).code == ErrorCode::unknown_request);
+  CHECK(parse_error(load_golden("error"), Sender::client).code == ErrorCode::unknown_request);
+  // Nor can a daemon send requests.
+  CHECK(parse_error(load_golden("fetch"), Sender::daemon).code == ErrorCode::unknown_request);
+  CHECK(parse_error(load_golden("verify_request"), Sender::daemon).code == ErrorCode::unknown_request);
+}
+
+TEST_CASE("frames without an object and a string type are malformed_frame", "[proto][strict]") {
+  for (const json& frame : {json::array(), json(3), json{{"id", 1}}, json{{"type", 1}}, json{{"type", nullptr}}}) {
+    INFO(frame.dump());
+    CHECK(parse_error(frame, Sender::client).code == ErrorCode::malformed_frame);
+    CHECK_FALSE(parse_message(frame));
+  }
+}
+
+TEST_CASE("unknown extra members are ignored for forward compatibility", "[proto][strict]") {
+  auto frame = load_golden("status_request");
+  frame["future_member"] = json{{"a", 1}};
+  auto parsed = parse_message(frame, Sender::client);
+  REQUIRE(parsed);
+  CHECK(std::get<StatusRequest>(*parsed).id == 2);
+}
