@@ -1,0 +1,211 @@
+#include "daemon/connection.hpp"
+
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "daemon/host_checks.hpp"
+#include "proto/transport.hpp"
+
+namespace kernelhub::daemon {
+
+namespace {
+
+const std::vector<std::string> kCapabilities{std::string(proto::kCapabilityFds),
+                                             std::string(proto::kCapabilityProgress)};
+
+bool has(const std::vector<std::string>& caps, std::string_view cap) {
+  return std::find(caps.begin(), caps.end(), cap) != caps.end();
+}
+
+nlohmann::json ls_json(const std::vector<cache::CachedRepo>& repos) {
+  auto out = nlohmann::json::array();
+  for (const auto& repo : repos) {
+    auto revisions = nlohmann::json::array();
+    for (const auto& rev : repo.revisions) {
+      revisions.push_back({{"commit", rev.commit}, {"refs", rev.refs}, {"variants", rev.variants},
+                           {"size_bytes", rev.size_bytes}});
+    }
+    out.push_back({{"repo", repo.repo.str()}, {"path", repo.path.string()}, {"size_bytes", repo.size_bytes},
+                   {"revisions", std::move(revisions)}});
+  }
+  return out;
+}
+
+class Session {
+ public:
+  Session(int fd, ConnectionContext& context, bool fds, bool progress)
+      : fd_(fd), ctx_(context), fds_(fds), progress_(progress) {}
+
+  // false: close the connection.
+  bool handle(const proto::Message& message) {
+    return std::visit([this](const auto& m) { return on(m); }, message);
+  }
+
+ private:
+  bool reply(const nlohmann::json& frame, std::span<const int> fds = {}) {
+    auto sent = proto::send_frame(fd_, frame, fds);
+    if (!sent) spdlog::debug("client went away: {}", sent.error().message);
+    return static_cast<bool>(sent);
+  }
+  bool error(const Error& e, proto::RequestId id) {
+    send_error(fd_, ctx_.counters, e, id);
+    return true;
+  }
+
+  bool on(const proto::FetchRequest& request) {
+    proto::Progress event;
+    event.id = request.id;
+    ProgressSink sink;
+    if (progress_ || request.prefetch) {
+      sink = [&](const hub::FetchProgress& p) {
+        event.file = p.current_file;
+        event.bytes_done = p.bytes_done;
+        event.bytes_total = p.bytes_total;
+        event.files_done = static_cast<std::uint64_t>(std::max(p.files_done, 0));
+        event.files_total = static_cast<std::uint64_t>(std::max(p.files_total, 0));
+        reply(proto::to_json(event));
+      };
+    }
+    auto out = ctx_.service.fetch(request, fds_, sink);
+    if (!out) return error(out.error(), request.id);
+    std::vector<int> raw(out->fds.size());
+    std::transform(out->fds.begin(), out->fds.end(), raw.begin(), [](const UniqueFd& fd) { return fd.get(); });
+    return reply(proto::to_json(out->reply), raw);  // our copies close when `out` goes
+  }
+
+  bool on(const proto::StatusRequest& request) {
+    const auto c = ctx_.counters.snapshot();
+    proto::StatusReply status;
+    status.id = request.id;
+    status.daemon = std::string(kDaemonName);
+    status.pid = ::getpid();
+    status.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count();
+    status.cache_root = ctx_.cache_root;
+    status.counters = {c.requests, c.hits, c.misses, c.bytes_downloaded, c.upstream_requests,
+                       c.errors, c.connections, c.active_connections};
+    return reply(proto::to_json(status));
+  }
+
+  bool on(const proto::LsRequest& request) {
+    auto repos = cache::KernelCache(ctx_.cache_root).list();
+    if (!repos) return error(repos.error(), request.id);
+    return reply(proto::to_json(proto::LsReply{request.id, ls_json(*repos)}));
+  }
+
+  bool on(const proto::VerifyRequest& request) {
+    std::optional<trust::RepoId> only;
+    if (request.repo) {
+      auto id = trust::RepoId::parse(*request.repo);
+      if (!id) return error({ErrorCode::invalid_request, id.error().message}, request.id);
+      only = *id;
+    }
+    auto report = ctx_.service.verify(only);
+    if (!report) return error(report.error(), request.id);
+    proto::VerifyReply out{request.id, report->checked, {}};
+    for (const auto& c : report->corrupt) out.corrupt.push_back({c.repo, c.blob, c.reason});
+    if (!out.corrupt.empty()) spdlog::warn("verify removed {} corrupt blob(s)", out.corrupt.size());
+    return reply(proto::to_json(out));
+  }
+
+  bool on(const proto::GcRequest& request) {
+    auto report = ctx_.service.gc();
+    if (!report) return error(report.error(), request.id);
+    return reply(proto::to_json(
+        proto::GcReply{request.id, report->removed_snapshots, report->removed_blobs, report->freed_bytes}));
+  }
+
+  bool on(const proto::Hello&) {
+    send_error(fd_, ctx_.counters, {ErrorCode::protocol_error, "hello was already exchanged"});
+    return true;
+  }
+
+  // Replies a client must never send (parse_message with Sender::client rejects them).
+  template <class T>
+  bool on(const T&) {
+    send_error(fd_, ctx_.counters, {ErrorCode::unknown_request, "not a request"});
+    return true;
+  }
+
+  int fd_;
+  ConnectionContext& ctx_;
+  bool fds_;
+  bool progress_;
+};
+
+// The handshake; nullopt when the connection is to be closed.
+std::optional<proto::Negotiated> handshake(int fd, proto::FrameReader& reader, ConnectionContext& ctx) {
+  auto frame = reader.read(std::chrono::milliseconds(kHelloTimeout));
+  if (!frame) {
+    send_error(fd, ctx.counters, frame.error());
+    return std::nullopt;
+  }
+  if (!*frame) return std::nullopt;
+  auto message = proto::parse_message((*frame)->message, proto::Sender::client);
+  const auto* hello = message ? std::get_if<proto::Hello>(&*message) : nullptr;
+  if (hello == nullptr) {
+    send_error(fd, ctx.counters, {ErrorCode::protocol_error, "the first frame must be hello"},
+               proto::request_id_of((*frame)->message));
+    return std::nullopt;
+  }
+  auto negotiated = proto::negotiate(*hello, proto::kProtocolVersion, proto::kProtocolVersion, kCapabilities);
+  if (!negotiated) {
+    send_error(fd, ctx.counters, negotiated.error());
+    return std::nullopt;
+  }
+  proto::Hello reply{negotiated->protocol, negotiated->capabilities, std::nullopt, std::string(kDaemonName)};
+  if (!proto::send_frame(fd, proto::to_json(reply))) return std::nullopt;
+  return std::move(*negotiated);
+}
+
+}  // namespace
+
+void send_error(int socket_fd, AtomicCounters& counters, const Error& error, std::optional<proto::RequestId> id) {
+  counters.errors.fetch_add(1, std::memory_order_relaxed);
+  (void)proto::send_frame(socket_fd, proto::to_json(proto::to_error_reply(error, id)));
+}
+
+void serve_connection(int fd, ConnectionContext& ctx) {
+  auto peer = peer_credentials(fd);
+  if (!peer) {
+    spdlog::warn("dropping a connection: {}", peer.error().message);
+    return;
+  }
+  if (!trust::peer_allowed(*ctx.service.policy(), peer->uid, peer->gid, peer->groups)) {
+    spdlog::info("refused uid {} gid {} (pid {}): not allowed by the policy", peer->uid, peer->gid, peer->pid);
+    send_error(fd, ctx.counters,
+               {ErrorCode::permission_denied, "uid " + std::to_string(peer->uid) +
+                                                  " may not use kernelhubd (ask the admin: [daemon] allow_users)"});
+    return;
+  }
+  proto::FrameReader reader(fd);
+  auto negotiated = handshake(fd, reader, ctx);
+  if (!negotiated) return;
+  Session session(fd, ctx, has(negotiated->capabilities, proto::kCapabilityFds),
+                  has(negotiated->capabilities, proto::kCapabilityProgress));
+  for (;;) {
+    auto frame = reader.read();
+    if (!frame) {  // broken framing: the stream is out of sync, say why and hang up
+      send_error(fd, ctx.counters, frame.error());
+      return;
+    }
+    if (!*frame) return;  // clean close
+    const auto id = proto::request_id_of((*frame)->message);
+    ctx.counters.requests.fetch_add(1, std::memory_order_relaxed);
+    if (ctx.stopping.load()) {
+      send_error(fd, ctx.counters, {ErrorCode::shutting_down, "kernelhubd is stopping; retry shortly"}, id);
+      return;
+    }
+    auto message = proto::parse_message((*frame)->message, proto::Sender::client);
+    if (!message) {
+      send_error(fd, ctx.counters, message.error(), id);
+      continue;  // unknown_request / invalid_request: the stream itself is fine
+    }
+    if (!session.handle(*message)) return;
+  }
+}
+
+}  // namespace kernelhub::daemon

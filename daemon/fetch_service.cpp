@@ -1,0 +1,308 @@
+#include "daemon/fetch_service.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/upstream_http.hpp"
+
+namespace kernelhub::daemon {
+
+namespace fs = std::filesystem;
+
+struct FetchService::Manifest {
+  trust::RepoId repo;
+  std::string commit;
+  std::vector<std::string> variants;
+  std::string snapshot_path;
+  std::vector<hub::FetchedFile> files;
+};
+
+struct FetchService::Flight {
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::optional<Result<hub::FetchResult>> result;  // set once: the flight is done
+  hub::FetchProgress progress;
+  std::uint64_t progress_seq = 0;
+  bool finished = false;  // its thread is about to exit (guarded by flights_mutex_)
+};
+
+namespace {
+
+// openat2 beneath `dir` refusing every symlink; O_NOFOLLOW openat on kernels without it
+// (then only the last component is checked, and the caller names a single component).
+int open_beneath(int dir, const char* name, int flags) {
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const long fd = ::syscall(SYS_openat2, dir, name, &how, sizeof how);
+  if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
+  return ::openat(dir, name, flags | O_CLOEXEC | O_NOFOLLOW);
+}
+
+std::string resolve_key_of(const trust::RepoId& repo, const proto::FetchRequest& r) {
+  return repo.str() + '\n' + (r.version ? "v" + std::to_string(*r.version) : "r:" + r.revision.value_or(""));
+}
+
+std::string spec_of(const proto::FetchRequest& r) {
+  return (r.all_variants ? std::string("*") : r.variant.value_or("")) + '\n' + r.torch_version.value_or("") + '\n' +
+         r.backend.value_or("");
+}
+
+bool env_true(const proto::FetchRequest& r, std::string_view key) {
+  const auto it = r.env.find(std::string(key));
+  return it != r.env.end() && trust::is_truthy(it->second);
+}
+
+}  // namespace
+
+FetchService::FetchService(fs::path cache_root, UniqueFd root_fd, trust::Environment env,
+                           std::chrono::seconds resolve_ttl, AtomicCounters& counters)
+    : root_(std::move(cache_root)),
+      root_fd_(std::move(root_fd)),
+      env_(std::move(env)),
+      resolve_ttl_(resolve_ttl),
+      counters_(counters),
+      policy_(std::make_shared<const trust::AdminPolicy>()) {}
+
+FetchService::~FetchService() {
+  std::list<std::pair<std::shared_ptr<Flight>, std::thread>> threads;
+  {
+    std::lock_guard lock(flights_mutex_);
+    threads.swap(flight_threads_);
+  }
+  for (auto& [flight, thread] : threads) thread.join();
+}
+
+void FetchService::set_policy(trust::AdminPolicy policy) {
+  auto next = std::make_shared<const trust::AdminPolicy>(std::move(policy));
+  std::lock_guard lock(policy_mutex_);
+  policy_ = std::move(next);
+}
+
+std::shared_ptr<const trust::AdminPolicy> FetchService::policy() const {
+  std::lock_guard lock(policy_mutex_);
+  return policy_;
+}
+
+Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool with_fds, const ProgressSink& progress) {
+  auto repo = trust::RepoId::parse(request.repo);
+  if (!repo) return fail(ErrorCode::invalid_request, repo.error().message);
+  if (request.version.has_value() == request.revision.has_value()) {
+    return fail(ErrorCode::invalid_request, "give exactly one of version and revision");
+  }
+  if (request.variant && request.all_variants) {
+    return fail(ErrorCode::invalid_request, "give either variant or all_variants, not both");
+  }
+  for (const auto* field : {&request.revision, &request.variant, &request.torch_version, &request.backend}) {
+    if (*field && field->value().find_first_of(std::string_view("\0\n", 2)) != std::string::npos) {
+      return fail(ErrorCode::invalid_request, "request fields must not contain control characters");
+    }
+  }
+  if (request.version && *request.version > 1'000'000) return fail(ErrorCode::invalid_request, "version out of range");
+  // Only the client's trust variables count, bounded by the admin policy, at every hand-out.
+  const trust::TrustEnvironment client_env{env_true(request, trust::kTrustRemoteKernelsVar),
+                                           env_true(request, trust::kDisableRemoteCodeVar)};
+  const auto decision = trust::decide_trust(*policy(), repo->org, client_env);
+  if (!decision.allowed) return fail(decision.code, decision.reason);
+  const bool with_fds_now = with_fds && !request.prefetch;
+
+  const std::string resolve_key = resolve_key_of(*repo, request);
+  const std::string spec = spec_of(request);
+  if (auto manifest = warm_manifest(resolve_key, spec)) {
+    auto out = hand_out(*manifest, request.id, with_fds_now, true);
+    if (out) {
+      counters_.hits.fetch_add(1, std::memory_order_relaxed);
+      return out;
+    }
+    spdlog::warn("cached manifest of {} no longer matches the cache ({}); fetching again", repo->str(),
+                 out.error().message);
+    forget_all();
+  }
+
+  hub::FetchRequest fetch;
+  fetch.repo = *repo;
+  if (request.version) fetch.version = static_cast<int>(*request.version);
+  fetch.revision = request.revision;
+  fetch.variant = request.variant;
+  fetch.all_variants = request.all_variants;
+  fetch.platform.torch_version = request.torch_version;
+  fetch.platform.backend = request.backend;
+  const bool offline = env_true(request, "HF_HUB_OFFLINE");
+  auto flight = join_or_start(resolve_key, spec, fetch, offline);
+
+  // Wait for the shared flight; forward progress from this thread only.
+  std::unique_lock lock(flight->mutex);
+  std::uint64_t seen = 0;
+  for (;;) {
+    flight->cv.wait(lock, [&] { return flight->result.has_value() || flight->progress_seq != seen; });
+    if (flight->progress_seq != seen && progress) {
+      seen = flight->progress_seq;
+      const hub::FetchProgress snapshot = flight->progress;
+      lock.unlock();
+      progress(snapshot);
+      lock.lock();
+      continue;
+    }
+    seen = flight->progress_seq;
+    if (flight->result) break;
+  }
+  const Result<hub::FetchResult> result = *flight->result;
+  lock.unlock();
+  if (!result) return fail(result.error());
+  Manifest manifest{result->repo, result->commit, result->variants, result->snapshot_path.string(), result->files};
+  return hand_out(manifest, request.id, with_fds_now, result->from_cache);
+}
+
+std::shared_ptr<const FetchService::Manifest> FetchService::warm_manifest(const std::string& resolve_key,
+                                                                          const std::string& spec) {
+  std::lock_guard lock(memo_mutex_);
+  const auto resolved = resolved_.find(resolve_key);
+  if (resolved == resolved_.end() || resolved->second.expires < std::chrono::steady_clock::now()) return nullptr;
+  const auto repo_end = resolve_key.find('\n');
+  const auto manifest = manifests_.find(resolve_key.substr(0, repo_end) + '\n' + resolved->second.commit + '\n' + spec);
+  return manifest == manifests_.end() ? nullptr : manifest->second;
+}
+
+void FetchService::remember(const std::string& resolve_key, const std::string& spec, const hub::FetchResult& result) {
+  auto manifest = std::make_shared<const Manifest>(
+      Manifest{result.repo, result.commit, result.variants, result.snapshot_path.string(), result.files});
+  std::lock_guard lock(memo_mutex_);
+  resolved_[resolve_key] = {result.commit, std::chrono::steady_clock::now() + resolve_ttl_};
+  manifests_[result.repo.str() + '\n' + result.commit + '\n' + spec] = std::move(manifest);
+}
+
+void FetchService::forget_all() {
+  std::lock_guard lock(memo_mutex_);
+  resolved_.clear();
+  manifests_.clear();
+}
+
+std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::string& resolve_key,
+                                                                  const std::string& spec, hub::FetchRequest request,
+                                                                  bool offline) {
+  const std::string key = resolve_key + '\n' + spec + (offline ? "\noffline" : "\nonline");
+  std::lock_guard lock(flights_mutex_);
+  // Reap threads of finished flights.
+  for (auto it = flight_threads_.begin(); it != flight_threads_.end();) {
+    if (it->first->finished) {
+      it->second.join();
+      it = flight_threads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (const auto it = flights_.find(key); it != flights_.end()) return it->second;
+  auto flight = std::make_shared<Flight>();
+  flights_.emplace(key, flight);
+  ++running_;
+  // The download runs on its own thread: a waiter that goes away cancels nothing.
+  flight_threads_.emplace_back(flight, std::thread([this, flight, key, resolve_key, spec, request = std::move(request),
+                                                     offline] {
+    run_flight(flight, request, offline);
+    // Later requests with this key find the warm memo, or start a new flight.
+    if (*flight->result) remember(resolve_key, spec, flight->result->value());
+    std::lock_guard done(flights_mutex_);
+    flights_.erase(key);
+    flight->finished = true;
+    --running_;
+    flights_cv_.notify_all();
+  }));
+  return flight;
+}
+
+void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline) {
+  std::shared_lock maintenance(maintenance_);
+  hub::HubConfig config = hub::HubConfig::from(env_);
+  config.offline = config.offline || offline;
+  UpstreamHttp http(config, counters_);
+  cache::KernelCache cache(root_);
+  // Every waiter passed decide_trust with its own environment before joining; the
+  // fetcher re-checks against the admin policy with opt-in granted.
+  hub::Fetcher fetcher(config, http, cache, *policy(), trust::TrustEnvironment{true, false}, env_);
+  hub::FetchProgress last;
+  auto result = fetcher.fetch(request, [&](const hub::FetchProgress& p) {
+    last = p;
+    std::lock_guard lock(flight->mutex);
+    flight->progress = p;
+    ++flight->progress_seq;
+    flight->cv.notify_all();
+  });
+  if (result && last.files_total > 0) {
+    counters_.misses.fetch_add(1, std::memory_order_relaxed);
+    counters_.bytes_downloaded.fetch_add(last.bytes_done, std::memory_order_relaxed);
+    counters_.upstream_requests.fetch_add(static_cast<std::uint64_t>(last.files_total), std::memory_order_relaxed);
+  } else if (result) {
+    counters_.hits.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!result) spdlog::warn("fetch of {} failed: {}", request.repo.str(), result.error().message);
+  std::lock_guard lock(flight->mutex);
+  flight->result.emplace(std::move(result));
+  flight->cv.notify_all();
+}
+
+Result<HandOut> FetchService::hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
+                                       bool from_cache) const {
+  HandOut out;
+  out.reply.id = id;
+  out.reply.repo = manifest.repo.str();
+  out.reply.commit = manifest.commit;
+  out.reply.variants = manifest.variants;
+  out.reply.from_cache = from_cache;
+  out.reply.snapshot_path = manifest.snapshot_path;
+  const std::string blobs = "kernels--" + manifest.repo.org + "--" + manifest.repo.name + "/blobs";
+  UniqueFd dir(open_beneath(root_fd_.get(), blobs.c_str(), O_RDONLY | O_DIRECTORY));
+  if (!dir) return fail(ErrorCode::io, "cannot open " + blobs + ": " + std::strerror(errno));
+  for (const auto& file : manifest.files) {
+    UniqueFd fd(open_beneath(dir.get(), file.etag.c_str(), O_RDONLY | O_NONBLOCK));
+    if (!fd) return fail(ErrorCode::io, "cannot open blob of " + file.path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return fail(ErrorCode::io, "blob of " + file.path + " is not a regular file");
+    }
+    // The daemon's cache is read-only once published (0444), whoever wrote it.
+    if ((st.st_mode & 0222) != 0 && st.st_uid == ::geteuid() && ::fchmod(fd.get(), 0444) == 0) st.st_mode &= ~0222;
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return fail(ErrorCode::io, "blob of " + file.path + " is writable by group or others: not handing it out");
+    }
+    if (static_cast<std::uint64_t>(st.st_size) != file.size) {
+      return fail(ErrorCode::size_mismatch, "blob of " + file.path + " has " + std::to_string(st.st_size) +
+                                                " bytes, the manifest says " + std::to_string(file.size));
+    }
+    proto::FetchedFile entry{file.path, file.size, file.sha256, std::nullopt};
+    if (with_fds) {
+      entry.fd = out.fds.size();
+      out.fds.push_back(std::move(fd));
+    }
+    out.reply.files.push_back(std::move(entry));
+  }
+  return out;
+}
+
+Result<cache::VerifyReport> FetchService::verify(const std::optional<trust::RepoId>& repo) {
+  std::unique_lock lock(maintenance_);
+  auto report = cache::verify_cache(cache::KernelCache(root_), repo);
+  if (report && !report->corrupt.empty()) forget_all();
+  return report;
+}
+
+Result<cache::GcReport> FetchService::gc() {
+  std::unique_lock lock(maintenance_);
+  auto report = cache::collect_garbage(cache::KernelCache(root_));
+  forget_all();
+  return report;
+}
+
+bool FetchService::wait_downloads(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(flights_mutex_);
+  return flights_cv_.wait_until(lock, deadline, [&] { return running_ == 0; });
+}
+
+}  // namespace kernelhub::daemon

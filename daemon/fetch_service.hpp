@@ -1,0 +1,99 @@
+// The daemon's fetch pipeline around hub::Fetcher: the trust decision at every hand-out,
+// a warm path (version/revision -> commit memo, per-variant manifest, fds opened beneath
+// the blobs dir without following links) and single-flight downloads shared by every
+// client that asks for the same thing at the same time.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/maintenance.hpp"
+#include "daemon/counters.hpp"
+#include "hub/fetcher.hpp"
+#include "proto/messages.hpp"
+#include "trust/environment.hpp"
+#include "trust/policy.hpp"
+#include "trust/result.hpp"
+#include "trust/unique_fd.hpp"
+
+namespace kernelhub::daemon {
+
+struct HandOut {
+  proto::Fetched reply;
+  std::vector<UniqueFd> fds;  // in the order of reply.files[i].fd
+};
+
+// Called on the requesting connection's thread, never on the download's.
+using ProgressSink = std::function<void(const hub::FetchProgress&)>;
+
+class FetchService {
+ public:
+  FetchService(std::filesystem::path cache_root, UniqueFd root_fd, trust::Environment env,
+               std::chrono::seconds resolve_ttl, AtomicCounters& counters);
+  ~FetchService();  // joins every download thread
+  FetchService(const FetchService&) = delete;
+  FetchService& operator=(const FetchService&) = delete;
+
+  void set_policy(trust::AdminPolicy policy);
+  std::shared_ptr<const trust::AdminPolicy> policy() const;
+
+  // `with_fds`: open the files for SCM_RIGHTS. `progress` may be empty.
+  Result<HandOut> fetch(const proto::FetchRequest& request, bool with_fds, const ProgressSink& progress);
+  Result<cache::VerifyReport> verify(const std::optional<trust::RepoId>& repo);
+  Result<cache::GcReport> gc();
+
+  // Waits for running downloads until `deadline`; true when none is left.
+  bool wait_downloads(std::chrono::steady_clock::time_point deadline);
+
+  struct Flight;
+
+ private:
+  struct Manifest;
+  std::shared_ptr<const Manifest> warm_manifest(const std::string& resolve_key, const std::string& spec);
+  void remember(const std::string& resolve_key, const std::string& spec, const hub::FetchResult& result);
+  void forget_all();
+  std::shared_ptr<Flight> join_or_start(const std::string& resolve_key, const std::string& spec,
+                                        hub::FetchRequest request, bool offline);
+  void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline);
+  Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds, bool from_cache) const;
+
+  std::filesystem::path root_;
+  UniqueFd root_fd_;
+  trust::Environment env_;
+  std::chrono::seconds resolve_ttl_;
+  AtomicCounters& counters_;
+
+  mutable std::mutex policy_mutex_;
+  std::shared_ptr<const trust::AdminPolicy> policy_;
+
+  // Downloads hold it shared; verify and gc exclusively, so they never see half a publish.
+  std::shared_mutex maintenance_;
+
+  std::mutex memo_mutex_;
+  struct Resolved {
+    std::string commit;
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::unordered_map<std::string, Resolved> resolved_;
+  std::unordered_map<std::string, std::shared_ptr<const Manifest>> manifests_;
+
+  std::mutex flights_mutex_;
+  std::condition_variable flights_cv_;
+  std::map<std::string, std::shared_ptr<Flight>> flights_;
+  std::list<std::pair<std::shared_ptr<Flight>, std::thread>> flight_threads_;
+  std::size_t running_ = 0;
+};
+
+}  // namespace kernelhub::daemon
