@@ -8,4 +8,4 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "${ROOT}/scripts/setup.sh"
 "${ROOT}/scripts/build.sh"
 printf 'test: running ctest\n'
-ctest --test-dir "${ROOT}/build" --output-on-failure -j2 "$@"
+ctest --test-dir "${ROOT}/build" --output-on-failure -j2 "$@" && "${ROOT}/scripts/fuzz.sh" 20
