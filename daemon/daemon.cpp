@@ -30,6 +30,7 @@ namespace kernelhub::daemon {
 namespace {
 
 struct Connection {
+  std::mutex mutex;  // fd is closed by its thread, shut down by the stopping loop
   UniqueFd fd;
   std::thread thread;
   std::atomic<bool> done{false};
@@ -83,6 +84,10 @@ struct Daemon::Impl {
     Connection* raw = conn.get();
     conn->thread = std::thread([this, raw] {
       serve_connection(raw->fd.get(), *context);
+      {
+        std::lock_guard lock(raw->mutex);
+        raw->fd.reset();  // the client sees the close now, not when the thread is reaped
+      }
       counters.active_connections.fetch_sub(1);
       raw->done.store(true);
     });
@@ -214,7 +219,10 @@ Result<void> Daemon::run() {
   ::sd_notify(0, "STOPPING=1\nSTATUS=stopping");
   listener->reset();
   if (!activated) ::unlink(o.socket_path.c_str());
-  for (auto& conn : d.connections) ::shutdown(conn->fd.get(), SHUT_RD);
+  for (auto& conn : d.connections) {
+    std::lock_guard lock(conn->mutex);
+    if (conn->fd) ::shutdown(conn->fd.get(), SHUT_RD);
+  }
   const auto deadline = std::chrono::steady_clock::now() + o.shutdown_grace;
   const bool downloads_done = d.service->wait_downloads(deadline);
   bool connections_done = false;
@@ -229,7 +237,10 @@ Result<void> Daemon::run() {
                   "(nothing half-published; partial downloads are swept at the next start)",
                   o.shutdown_grace.count());
     if (o.handle_signals) std::_Exit(0);  // we own the process: abandon the stuck threads
-    for (auto& conn : d.connections) ::shutdown(conn->fd.get(), SHUT_RDWR);
+    for (auto& conn : d.connections) {
+      std::lock_guard lock(conn->mutex);
+      if (conn->fd) ::shutdown(conn->fd.get(), SHUT_RDWR);
+    }
   }
   d.reap(true);
   spdlog::info("kernelhubd stopped");
