@@ -102,6 +102,9 @@ struct Daemon::Impl {
 
 Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  // Clients get snapshot paths under the root: they must not depend on our cwd.
+  std::error_code ec;
+  if (auto absolute = std::filesystem::absolute(impl_->options.cache_dir, ec); !ec) impl_->options.cache_dir = absolute;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
     impl_->wake_read.reset(fds[0]);
