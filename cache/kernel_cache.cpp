@@ -76,6 +76,22 @@ fs::path KernelCache::snapshot_dir(const trust::RepoId& repo, std::string_view c
   return repo_dir(repo) / "snapshots" / std::string(commit);
 }
 
+bool KernelCache::is_known_missing(const trust::RepoId& repo, std::string_view commit, std::string_view path) const {
+  std::error_code ec;
+  return fs::is_regular_file(repo_dir(repo) / ".no_exist" / std::string(commit) / std::string(path), ec);
+}
+
+Result<void> KernelCache::mark_missing(const trust::RepoId& repo, std::string_view commit,
+                                       std::string_view path) const {
+  auto safe = trust::validate_repo_path(path);
+  if (!safe) return fail(safe.error());
+  const fs::path marker = repo_dir(repo) / ".no_exist" / std::string(commit) / *safe;
+  std::error_code ec;
+  fs::create_directories(marker.parent_path(), ec);
+  if (ec) return fail(ErrorCode::io, "cannot create " + marker.parent_path().string() + ": " + ec.message());
+  return write_file_atomic(marker, "");
+}
+
 Result<void> KernelCache::prepare_repo(const trust::RepoId& repo) const {
   KH_TRY(make_dirs(root_));
   const fs::path tag = root_ / "CACHEDIR.TAG";

@@ -83,6 +83,11 @@ class KernelCache {
   Result<void> link_snapshot(const trust::RepoId& repo, std::string_view commit,
                              const std::vector<SnapshotFile>& files) const;
 
+  // huggingface_hub's `.no_exist/<commit>/<path>` markers: the Hub said this optional file
+  // does not exist at this commit. Commits are immutable, so the answer holds for good.
+  bool is_known_missing(const trust::RepoId& repo, std::string_view commit, std::string_view path) const;
+  Result<void> mark_missing(const trust::RepoId& repo, std::string_view commit, std::string_view path) const;
+
   Result<FileLock> lock(const trust::RepoId& repo, std::string_view name) const;
 
   Result<std::vector<CachedRepo>> list() const;

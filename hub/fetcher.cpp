@@ -6,11 +6,14 @@
 #include <charconv>
 
 #include "hub/fetch_plan.hpp"
+#include "hub/kernel_status.hpp"
 
 namespace kernelhub::hub {
 namespace {
 
 constexpr auto kStaleTempAge = std::chrono::hours(1);
+constexpr int kMaxRedirectHops = 4;
+constexpr std::size_t kMaxStatusFile = 64 * 1024;
 
 std::optional<int> branch_version(std::string_view name) {
   if (name.size() < 2 || name.front() != 'v') return std::nullopt;
@@ -121,9 +124,44 @@ Result<std::vector<std::string>> Fetcher::choose_variants(const FetchRequest& re
   return std::vector{*chosen};
 }
 
-Result<FetchResult> Fetcher::fetch_online(const FetchRequest& request, const ProgressCallback& progress) {
+Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchRequest& request,
+                                                                     const std::string& commit, int hops) {
+  if (cache_.is_known_missing(request.repo, commit, kKernelStatusFile)) return std::optional<FetchRequest>();
+  auto status = api_.read_optional_file(request.repo, commit, kKernelStatusFile, kMaxStatusFile);
+  if (!status) return fail(status.error());
+  if (!*status) {
+    status_missing_ = true;  // remembered once the fetch has published (see fetch_online)
+    return std::optional<FetchRequest>();
+  }
+  auto redirect = parse_kernel_status(**status);
+  if (!redirect) return fail(redirect.error().code, request.repo.str() + ": " + redirect.error().message);
+  if (!*redirect) return std::optional<FetchRequest>();
+  const auto& destination = (*redirect)->destination;
+  if (hops >= kMaxRedirectHops) {
+    return fail(ErrorCode::malformed_response, request.repo.str() + " redirects more than " +
+                                                   std::to_string(kMaxRedirectHops) + " times (a loop?)");
+  }
+  // A redirect changes the publisher: the trust decision is taken again for the destination.
+  const auto decision = trust::decide_trust(policy_, destination.org, trust_env_);
+  if (!decision.allowed) {
+    return fail(decision.code, request.repo.str() + " redirects to " + destination.str() + ", which is refused: " +
+                                   decision.reason);
+  }
+  spdlog::warn("{} redirects to {} (revision {})", request.repo.str(), destination.str(), (*redirect)->revision);
+  FetchRequest next = request;
+  next.repo = destination;
+  next.version.reset();
+  next.revision = (*redirect)->revision;
+  return std::optional<FetchRequest>(std::move(next));
+}
+
+Result<FetchResult> Fetcher::fetch_online(const FetchRequest& request, const ProgressCallback& progress, int hops) {
   auto commit = resolve_commit(api_, request);
   if (!commit) return fail(commit.error());
+  status_missing_ = false;
+  auto redirected = follow_status_redirect(request, *commit, hops);
+  if (!redirected) return fail(redirected.error());
+  if (*redirected) return fetch_online(**redirected, progress, hops + 1);
 
   auto build = api_.list_tree(request.repo, *commit, "build", false);
   if (!build) {
@@ -153,6 +191,9 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& request, const Pro
   } else if (!is_commit_sha(*request.revision)) {
     KH_TRY(cache_.write_ref(request.repo, *request.revision, *commit));
   }
+  // Remembered as huggingface_hub does (.no_exist), so a warm fetch does not ask again; only
+  // after a successful publish, so a failed fetch leaves nothing behind.
+  if (status_missing_) (void)cache_.mark_missing(request.repo, *commit, kKernelStatusFile);
   FetchResult result;
   result.repo = request.repo;
   result.commit = *commit;

@@ -60,7 +60,12 @@ class Fetcher {
   Result<FetchResult> fetch(const FetchRequest& request, ProgressCallback progress = {});
 
  private:
-  Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress);
+  // `hops`: kernel-status.toml redirects followed so far (bounded, each trust-checked).
+  Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress, int hops = 0);
+  // The destination request when the repo's kernel-status.toml redirects, after the trust
+  // decision for the destination's publisher; nullopt when there is no redirect.
+  Result<std::optional<FetchRequest>> follow_status_redirect(const FetchRequest& request, const std::string& commit,
+                                                             int hops);
   Result<FetchResult> fetch_from_cache(const FetchRequest& request);
   Result<std::vector<std::string>> choose_variants(const FetchRequest& request,
                                                    const std::vector<std::string>& names) const;
@@ -71,6 +76,7 @@ class Fetcher {
   trust::AdminPolicy policy_;
   trust::TrustEnvironment trust_env_;
   trust::Environment platform_env_;
+  bool status_missing_ = false;  // this fetch's repo has no kernel-status.toml
   HubApi api_;
 };
 

@@ -126,6 +126,21 @@ std::string HubApi::resolve_url(const trust::RepoId& repo, std::string_view comm
   return config_.endpoint + prefix + repo.str() + "/resolve/" + url_encode(commit, false) + "/" + url_encode(path, true);
 }
 
+Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoId& repo, std::string_view commit,
+                                                              std::string_view path, std::size_t cap) {
+  HttpRequest request;
+  request.url = resolve_url(repo, commit, path);
+  request.follow_redirects = true;
+  request.timeout = config_.download_timeout;
+  request.max_body = cap;
+  auto response = http_.send(request);
+  if (!response) {
+    if (response.error().code == ErrorCode::entry_not_found) return std::optional<std::string>();
+    return fail(response.error());
+  }
+  return std::optional<std::string>(std::move(response->body));
+}
+
 Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_view commit, std::string_view path) {
   auto response = send_with_fallback(repo, [&](RepoKind kind) {
     HttpRequest request;

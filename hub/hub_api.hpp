@@ -63,6 +63,10 @@ class HubApi {
   Result<std::vector<TreeEntry>> list_tree(const trust::RepoId& repo, std::string_view commit,
                                            std::string_view path_in_repo, bool recursive);
   Result<FileMetadata> head_file(const trust::RepoId& repo, std::string_view commit, std::string_view path);
+  // The bytes of a small file at a commit (at most `cap`); nullopt when the Hub answers
+  // EntryNotFound (the normal case for optional files such as kernel-status.toml).
+  Result<std::optional<std::string>> read_optional_file(const trust::RepoId& repo, std::string_view commit,
+                                                        std::string_view path, std::size_t cap);
 
   // {endpoint}/kernels/{repo}/resolve/{commit}/{path} (or the model form for legacy repos).
   std::string resolve_url(const trust::RepoId& repo, std::string_view commit, std::string_view path) const;

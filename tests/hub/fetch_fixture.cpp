@@ -113,7 +113,9 @@ Result<hub::FetchResult> FetchFixture::fetch(const hub::FetchRequest& request, c
 }
 
 std::size_t FetchFixture::file_gets() const {
-  return server->count("GET", "/resolve/") + server->count("GET", "/lfs-objects/");
+  // kernel-status.toml is the repo's optional redirect notice, read before any artifact.
+  return server->count("GET", "/resolve/") + server->count("GET", "/lfs-objects/") -
+         server->count("GET", "/kernel-status.toml");
 }
 
 }  // namespace kernelhub::testing

@@ -44,7 +44,7 @@ struct FetchFixture {
   Result<hub::FetchResult> fetch(const hub::FetchRequest& request, const hub::HubConfig& config,
                                  trust::TrustEnvironment trust_env = {});
   Result<hub::FetchResult> fetch() { return fetch(request(), config()); }
-  std::size_t file_gets() const;  // GETs of /resolve/ and LFS objects since the last reset
+  std::size_t file_gets() const;  // artifact GETs (/resolve/, LFS objects) since the last reset
 };
 
 }  // namespace kernelhub::testing

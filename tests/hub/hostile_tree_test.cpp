@@ -47,7 +47,12 @@ struct HostileHub {
     http.server.Get(api + "/tree/" + kSha + "/build/" + kVariant, [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(variant_listing.dump(), "application/json");
     });
-    http.server.Get(".*/resolve/.*", [this](const httplib::Request&, httplib::Response& res) {
+    http.server.Get(".*/resolve/.*", [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path.ends_with("/kernel-status.toml")) {  // the optional redirect file: absent
+        res.status = 404;
+        res.set_header("X-Error-Code", "EntryNotFound");
+        return;
+      }
       ++file_requests;
       res.set_content("x", "application/octet-stream");
     });
