@@ -1,20 +1,22 @@
-// `kernelhub ls [--cache-dir D] [--json]`: the kernel repos in the cache, one row per cached
-// revision, with its refs, build variants and size.
+// `kernelhub ls [--cache-dir D] [--json]`: the kernel repos in the cache (the daemon's when
+// one runs, unless --cache-dir names one), one row per cached revision, with its refs, build
+// variants and size.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "cache/kernel_cache.hpp"
+#include "client/cli/client_options.hpp"
 #include "client/cli/commands.hpp"
+#include "client/cli/exit_codes.hpp"
 #include "client/cli/format_units.hpp"
 
 namespace kernelhub::cli {
 namespace {
 
 struct LsArgs {
-  std::string cache_dir;
+  ClientArgs client;
   bool json = false;
 };
 
@@ -24,27 +26,9 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
-nlohmann::json to_json(const std::filesystem::path& root, const std::vector<cache::CachedRepo>& repos) {
-  auto list = nlohmann::json::array();
-  for (const auto& repo : repos) {
-    auto revisions = nlohmann::json::array();
-    for (const auto& rev : repo.revisions) {
-      revisions.push_back({{"commit", rev.commit},
-                           {"refs", rev.refs},
-                           {"variants", rev.variants},
-                           {"size_bytes", rev.size_bytes}});
-    }
-    list.push_back({{"repo", repo.repo.str()},
-                    {"path", repo.path.string()},
-                    {"size_bytes", repo.size_bytes},
-                    {"revisions", std::move(revisions)}});
-  }
-  return {{"cache_dir", root.string()}, {"repos", std::move(list)}};
-}
-
 // Columns: REPO, REVISION (short sha), REFS, SIZE, VARIANTS; a revision with several
 // variants continues on indented lines so each variant name stays whole.
-void print_table(const std::filesystem::path& root, const std::vector<cache::CachedRepo>& repos) {
+void print_table(const std::string& root, const nlohmann::json& repos) {
   struct Row {
     std::string repo, revision, refs, size;
     std::vector<std::string> variants;
@@ -52,11 +36,15 @@ void print_table(const std::filesystem::path& root, const std::vector<cache::Cac
   std::vector<Row> rows;
   std::uint64_t total = 0;
   for (const auto& repo : repos) {
-    total += repo.size_bytes;
-    if (repo.revisions.empty()) rows.push_back({repo.repo.str(), "-", "-", format_bytes(repo.size_bytes), {}});
-    for (const auto& rev : repo.revisions) {
-      rows.push_back({repo.repo.str(), rev.commit.substr(0, 12), rev.refs.empty() ? "-" : join(rev.refs, ","),
-                      format_bytes(rev.size_bytes), rev.variants});
+    const std::string name = repo.at("repo");
+    const std::uint64_t repo_size = repo.at("size_bytes");
+    total += repo_size;
+    if (repo.at("revisions").empty()) rows.push_back({name, "-", "-", format_bytes(repo_size), {}});
+    for (const auto& rev : repo.at("revisions")) {
+      const auto refs = rev.at("refs").get<std::vector<std::string>>();
+      rows.push_back({name, rev.at("commit").get<std::string>().substr(0, 12), refs.empty() ? "-" : join(refs, ","),
+                      format_bytes(rev.at("size_bytes").get<std::uint64_t>()),
+                      rev.at("variants").get<std::vector<std::string>>()});
     }
   }
   Row header{"REPO", "REVISION", "REFS", "SIZE", {"VARIANTS"}};
@@ -79,25 +67,25 @@ void print_table(const std::filesystem::path& root, const std::vector<cache::Cac
   print_row(header);
   for (const auto& r : rows) print_row(r);
   std::cout << "\n" << repos.size() << (repos.size() == 1 ? " repo, " : " repos, ") << format_bytes(total)
-            << " in " << root.string() << "\n";
+            << " in " << root << "\n";
 }
 
 int run_ls(const LsArgs& args) {
-  const std::filesystem::path root = args.cache_dir.empty()
-                                         ? cache::resolve_cache_root(trust::Environment::from_process())
-                                         : std::filesystem::path(args.cache_dir);
-  const cache::KernelCache cache(root);
-  auto repos = cache.list();
-  if (!repos) {
-    std::cerr << "kernelhub ls: " << repos.error().message << "\n";
-    return 1;
-  }
+  auto client = open_client(args.client);
+  if (!client) return report(client.error());
+  auto listing = client->ls();
+  if (!listing) return report(listing.error());
+  auto status = client->status();
+  if (!status) return report(status.error());
+  const std::string root = status->value("cache_root", "");
+  const auto& repos = listing->at("repos");
   if (args.json) {
-    std::cout << to_json(root, *repos).dump(2) << "\n";
-  } else if (repos->empty()) {
-    std::cout << "No kernels cached in " << root.string() << " yet (fetch one with `kernelhub download`).\n";
+    std::cout << nlohmann::json{{"cache_dir", root}, {"via_daemon", client->via_daemon()}, {"repos", repos}}.dump(2)
+              << "\n";
+  } else if (repos.empty()) {
+    std::cout << "No kernels cached in " << root << " yet (fetch one with `kernelhub download`).\n";
   } else {
-    print_table(root, *repos);
+    print_table(root, repos);
   }
   return 0;
 }
@@ -105,7 +93,7 @@ int run_ls(const LsArgs& args) {
 void register_ls(CLI::App& app, Action& action) {
   auto args = std::make_shared<LsArgs>();
   auto* cmd = app.add_subcommand("ls", "List cached kernel repos, revisions, variants and sizes");
-  cmd->add_option("--cache-dir", args->cache_dir, "Cache root (default: KERNELS_CACHE, HF_HUB_CACHE, ...)");
+  add_client_options(*cmd, args->client, /*with_policy=*/false);
   cmd->add_flag("--json", args->json, "Machine-readable output (sizes in bytes)");
   cmd->callback([args, &action] { action = [args] { return run_ls(*args); }; });
 }

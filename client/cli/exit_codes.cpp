@@ -1,0 +1,53 @@
+#include "client/cli/exit_codes.hpp"
+
+#include <iostream>
+#include <string>
+
+namespace kernelhub::cli {
+
+int exit_code_for(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::invalid_argument:
+    case ErrorCode::policy:
+      return 2;
+    case ErrorCode::untrusted_publisher:
+    case ErrorCode::remote_code_disabled:
+      return 3;
+    case ErrorCode::repo_not_found:
+    case ErrorCode::revision_not_found:
+    case ErrorCode::version_not_found:
+    case ErrorCode::entry_not_found:
+    case ErrorCode::gated:
+    case ErrorCode::unauthorized:
+      return 4;
+    case ErrorCode::no_matching_variant:
+      return 5;
+    case ErrorCode::network:
+    case ErrorCode::timeout:
+    case ErrorCode::offline_not_cached:
+    case ErrorCode::rate_limited:
+    case ErrorCode::http_status:
+      return 6;
+    case ErrorCode::hash_mismatch:
+    case ErrorCode::size_mismatch:
+    case ErrorCode::too_large:
+    case ErrorCode::malformed_response:
+    case ErrorCode::unsafe_path:
+      return 7;
+    case ErrorCode::disk_full:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
+int report(const Error& error) {
+  std::string message = error.message;
+  for (auto& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::cerr << "kernelhub: " << to_string(error.code) << ": " << message << "\n";
+  return exit_code_for(error.code);
+}
+
+}  // namespace kernelhub::cli

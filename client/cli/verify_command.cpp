@@ -1,0 +1,60 @@
+// `kernelhub verify [ORG/NAME]`: re-hashes cached blobs (the daemon's cache when one runs);
+// corrupt blobs are removed so the next fetch downloads them again.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <memory>
+
+#include "client/cli/client_options.hpp"
+#include "client/cli/commands.hpp"
+#include "client/cli/exit_codes.hpp"
+
+namespace kernelhub::cli {
+namespace {
+
+struct VerifyArgs {
+  std::optional<std::string> repo;
+  ClientArgs client;
+  bool json = false;
+};
+
+int run_verify(const VerifyArgs& args) {
+  std::optional<trust::RepoId> repo;
+  if (args.repo) {
+    auto parsed = trust::RepoId::parse(*args.repo);
+    if (!parsed) return report({ErrorCode::invalid_argument, parsed.error().message});
+    repo = *parsed;
+  }
+  auto client = open_client(args.client);
+  if (!client) return report(client.error());
+  auto result = client->verify(repo);
+  if (!result) return report(result.error());
+  const auto& corrupt = result->at("corrupt");
+  if (args.json) {
+    std::cout << result->dump(2) << "\n";
+  } else {
+    for (const auto& blob : corrupt) {
+      std::cout << "corrupt: " << blob.value("repo", "?") << " blob " << blob.value("blob", "?") << " ("
+                << blob.value("reason", "?") << "), removed\n";
+    }
+    std::cout << result->value("checked", 0) << " blobs checked, " << corrupt.size() << " corrupt\n";
+  }
+  // Corruption is repaired by the next fetch, but scripts must still hear about it.
+  return corrupt.empty() ? 0 : exit_code_for(ErrorCode::hash_mismatch);
+}
+
+void register_verify(CLI::App& app, Action& action) {
+  auto args = std::make_shared<VerifyArgs>();
+  auto* cmd = app.add_subcommand("verify", "Re-hash cached blobs; remove corrupt ones (exit 7 if any)");
+  cmd->add_option("repo", args->repo, "Only this kernel repository ORG/NAME");
+  add_client_options(*cmd, args->client, /*with_policy=*/false);
+  cmd->add_flag("--json", args->json, "Machine-readable output");
+  cmd->callback([args, &action] { action = [args] { return run_verify(*args); }; });
+}
+
+}  // namespace
+
+KH_REGISTER_COMMAND(register_verify);
+
+}  // namespace kernelhub::cli

@@ -1,0 +1,96 @@
+#include "client/client.hpp"
+
+#include <variant>
+
+#include "client/daemon_connection.hpp"
+#include "client/embedded.hpp"
+
+namespace kernelhub::client {
+
+struct Client::Impl {
+  std::variant<EmbeddedBackend, DaemonConnection> backend;
+  trust::Environment env;
+};
+
+std::filesystem::path socket_path(const trust::Environment& env, const ClientOptions& options) {
+  if (options.socket) return *options.socket;
+  if (auto from_env = env.get("KERNELHUB_SOCKET")) return *from_env;
+  return kDefaultSocket;
+}
+
+Result<Client> Client::open(const trust::Environment& env, ClientOptions options) {
+  const bool require = options.require_daemon || env.is_true("KERNELHUB_REQUIRE_DAEMON");
+  if (options.embedded_only && require) {
+    return fail(ErrorCode::invalid_argument, "embedded mode was asked for while a daemon is required");
+  }
+  if (!options.embedded_only) {
+    const auto socket = socket_path(env, options);
+    auto connection = DaemonConnection::connect(socket);
+    if (!connection) return fail(connection.error());
+    if (*connection) {
+      return Client(std::make_unique<Impl>(Impl{std::move(**connection), env}));
+    }
+    if (require) {
+      return fail(ErrorCode::network, "no kernelhubd is listening on " + socket.string() +
+                                          ", and a daemon is required (KERNELHUB_REQUIRE_DAEMON=1 or "
+                                          "--require-daemon); start kernelhubd or set KERNELHUB_SOCKET");
+    }
+  }
+  return Client(std::make_unique<Impl>(Impl{EmbeddedBackend(env, options), env}));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+Client::~Client() = default;
+
+bool Client::via_daemon() const { return std::holds_alternative<DaemonConnection>(impl_->backend); }
+
+std::string Client::where() const {
+  if (const auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) return daemon->socket().string();
+  return std::get<EmbeddedBackend>(impl_->backend).cache().root().string();
+}
+
+Result<FetchedKernel> Client::fetch(const hub::FetchRequest& request, hub::ProgressCallback progress) {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
+    return daemon->fetch(request, impl_->env, progress, /*hand_out=*/true);
+  }
+  return std::get<EmbeddedBackend>(impl_->backend).fetch(request, progress, /*hand_out=*/true);
+}
+
+Result<FetchedKernel> Client::prefetch(const hub::FetchRequest& request, hub::ProgressCallback progress) {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
+    return daemon->fetch(request, impl_->env, progress, /*hand_out=*/false);
+  }
+  return std::get<EmbeddedBackend>(impl_->backend).fetch(request, progress, /*hand_out=*/false);
+}
+
+Result<nlohmann::json> Client::status() {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
+    auto reply = daemon->call(proto::StatusRequest{});
+    if (reply) (*reply)["mode"] = "daemon";
+    return reply;
+  }
+  return std::get<EmbeddedBackend>(impl_->backend).status();
+}
+
+Result<nlohmann::json> Client::ls() {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) return daemon->call(proto::LsRequest{});
+  return std::get<EmbeddedBackend>(impl_->backend).ls();
+}
+
+Result<nlohmann::json> Client::verify(std::optional<trust::RepoId> repo) {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
+    proto::VerifyRequest request;
+    if (repo) request.repo = repo->str();
+    return daemon->call(request);
+  }
+  return std::get<EmbeddedBackend>(impl_->backend).verify(repo);
+}
+
+Result<nlohmann::json> Client::gc() {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) return daemon->call(proto::GcRequest{});
+  return std::get<EmbeddedBackend>(impl_->backend).gc();
+}
+
+}  // namespace kernelhub::client

@@ -1,0 +1,168 @@
+#include "client/daemon_connection.hpp"
+
+#include <chrono>
+#include <type_traits>
+
+#include "client/handout.hpp"
+
+namespace kernelhub::client {
+namespace {
+
+constexpr const char* kClientName = "kernelhub/0.1.0";
+// A daemon answers hello at once; anything slower is not a kernelhubd.
+constexpr std::chrono::seconds kHandshakeTimeout{10};
+
+Error protocol_failure(const std::filesystem::path& socket, const std::string& what) {
+  return Error{ErrorCode::protocol_error, "kernelhubd on " + socket.string() + ": " + what};
+}
+
+// The trust-relevant variables a daemon applies to this client's request.
+std::map<std::string, std::string> trust_env(const trust::Environment& env) {
+  std::map<std::string, std::string> out;
+  for (const char* name : {"DIFFUSERS_TRUST_REMOTE_KERNELS", "DIFFUSERS_DISABLE_REMOTE_CODE", "HF_HUB_OFFLINE"}) {
+    out[name] = env.get(name).value_or("");
+  }
+  return out;
+}
+
+proto::FetchRequest fetch_message(const hub::FetchRequest& request, const trust::Environment& env, bool hand_out) {
+  proto::FetchRequest m;
+  m.prefetch = !hand_out;
+  m.repo = request.repo.str();
+  if (request.version) m.version = static_cast<std::uint64_t>(*request.version);
+  m.revision = request.revision;
+  m.variant = request.variant;
+  m.all_variants = request.all_variants;
+  m.torch_version = request.platform.torch_version;
+  m.backend = request.platform.backend;
+  m.env = trust_env(env);
+  return m;
+}
+
+hub::FetchProgress progress_from(const proto::Progress& m) {
+  return hub::FetchProgress{m.file, m.bytes_done, m.bytes_total, static_cast<int>(m.files_done),
+                            static_cast<int>(m.files_total)};
+}
+
+// The final-reply id of any parsed daemon message (nullopt for hello and id-less errors).
+std::optional<proto::RequestId> id_of(const proto::Message& message) {
+  return std::visit(
+      [](const auto& m) -> std::optional<proto::RequestId> {
+        using T = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<T, proto::Hello>) {
+          return std::nullopt;
+        } else {
+          return m.id;
+        }
+      },
+      message);
+}
+
+}  // namespace
+
+DaemonConnection::DaemonConnection(std::filesystem::path socket, UniqueFd fd)
+    : socket_(std::move(socket)), fd_(std::move(fd)), reader_(fd_.get()) {}
+
+Result<std::optional<DaemonConnection>> DaemonConnection::connect(const std::filesystem::path& socket) {
+  auto fd = proto::connect_unix(socket);
+  if (!fd) {
+    // network: no socket file, or a stale one nobody listens on, so no daemon on this host.
+    if (fd.error().code == ErrorCode::network) return std::optional<DaemonConnection>{};
+    return fail(fd.error().code, "cannot connect to kernelhubd on " + socket.string() + ": " + fd.error().message);
+  }
+  DaemonConnection connection(socket, std::move(*fd));
+  KH_TRY(connection.handshake());
+  return std::optional<DaemonConnection>(std::move(connection));
+}
+
+Result<void> DaemonConnection::handshake() {
+  proto::Hello hello;
+  hello.capabilities = {std::string(proto::kCapabilityFds), std::string(proto::kCapabilityProgress)};
+  hello.client = kClientName;
+  KH_TRY(proto::send_frame(fd_.get(), proto::to_json(hello)));
+  auto frame = reader_.read(kHandshakeTimeout);
+  if (!frame) return fail(protocol_failure(socket_, "no hello: " + frame.error().message));
+  if (!*frame) return fail(protocol_failure(socket_, "closed the connection during the handshake"));
+  auto reply = proto::parse_message((*frame)->message, proto::Sender::daemon);
+  if (!reply) return fail(protocol_failure(socket_, "bad hello: " + reply.error().message));
+  if (const auto* error = std::get_if<proto::ErrorReply>(&*reply)) {
+    auto refused = proto::to_error(*error);
+    refused.message = "kernelhubd on " + socket_.string() + " refused the handshake: " + refused.message;
+    return fail(std::move(refused));
+  }
+  const auto* answer = std::get_if<proto::Hello>(&*reply);
+  if (!answer) return fail(protocol_failure(socket_, "the first reply is not a hello"));
+  if (answer->protocol < 1 || answer->protocol > proto::kProtocolVersion) {
+    return fail(protocol_failure(socket_, "answered with protocol " + std::to_string(answer->protocol)));
+  }
+  return ok();
+}
+
+Result<DaemonConnection::Reply> DaemonConnection::exchange(nlohmann::json request,
+                                                           const hub::ProgressCallback& progress) {
+  const proto::RequestId id = next_id_++;
+  request["id"] = id;
+  KH_TRY(proto::send_frame(fd_.get(), request));
+  for (;;) {
+    auto frame = reader_.read();
+    if (!frame) return fail(frame.error());
+    if (!*frame) return fail(ErrorCode::network, "kernelhubd on " + socket_.string() + " closed the connection");
+    auto message = proto::parse_message((*frame)->message, proto::Sender::daemon);
+    if (!message) return fail(protocol_failure(socket_, "bad reply: " + message.error().message));
+    // An error without an id ends the connection (docs/protocol.md); one with ours ends the request.
+    if (const auto* error = std::get_if<proto::ErrorReply>(&*message); error && (!error->id || *error->id == id)) {
+      return fail(proto::to_error(*error));
+    }
+    if (id_of(*message) != id) {
+      return fail(protocol_failure(socket_, "unexpected '" + std::string(proto::type_name(*message)) + "' frame"));
+    }
+    if (const auto* p = std::get_if<proto::Progress>(&*message)) {
+      if (progress) progress(progress_from(*p));
+      continue;
+    }
+    return Reply{std::move(*message), std::move((*frame)->fds)};
+  }
+}
+
+Result<nlohmann::json> DaemonConnection::call(const proto::Message& request) {
+  const auto expected = std::string(proto::type_name(request)) == "verify" ? "verified" : proto::type_name(request);
+  auto reply = exchange(proto::to_json(request), {});
+  if (!reply) return fail(reply.error());
+  if (proto::type_name(reply->message) != expected) {
+    return fail(protocol_failure(socket_, "expected '" + std::string(expected) + "', got '" +
+                                              std::string(proto::type_name(reply->message)) + "'"));
+  }
+  auto json = proto::to_json(reply->message);
+  json.erase("type");
+  json.erase("id");
+  return json;
+}
+
+Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request, const trust::Environment& env,
+                                              const hub::ProgressCallback& progress, bool hand_out) {
+  auto reply = exchange(proto::to_json(fetch_message(request, env, hand_out)), progress);
+  if (!reply) return fail(reply.error());
+  auto* fetched = std::get_if<proto::Fetched>(&reply->message);
+  if (!fetched) {
+    return fail(protocol_failure(socket_, "expected 'fetched', got '" + std::string(proto::type_name(reply->message)) + "'"));
+  }
+  auto repo = trust::RepoId::parse(fetched->repo);
+  if (!repo || *repo != request.repo) return fail(protocol_failure(socket_, "fetched another repo: " + fetched->repo));
+
+  FetchedKernel kernel{*repo,           fetched->commit,      fetched->variants, fetched->snapshot_path,
+                       fetched->from_cache, /*via_daemon=*/true, {}};
+  for (auto& file : fetched->files) {
+    HandedFile handed{std::move(file.path), file.size, std::move(file.sha256), {}};
+    if (hand_out) {
+      if (!file.fd || *file.fd >= reply->fds.size() || !reply->fds[*file.fd]) {
+        return fail(protocol_failure(socket_, "no descriptor for " + handed.path));
+      }
+      handed.fd = std::move(reply->fds[*file.fd]);
+      KH_TRY(check_handed_fd(handed.fd.get(), handed.size, handed.path));
+    }
+    kernel.files.push_back(std::move(handed));
+  }
+  return kernel;
+}
+
+}  // namespace kernelhub::client

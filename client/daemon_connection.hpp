@@ -1,0 +1,52 @@
+// Daemon mode: one connection to kernelhubd, handshake done, requests sent one at a time
+// (docs/protocol.md). Replies are matched to requests by id; `error` replies become typed
+// Errors; received descriptors are checked before they are handed on.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+#include "client/client.hpp"
+#include "hub/fetcher.hpp"
+#include "proto/messages.hpp"
+#include "proto/transport.hpp"
+#include "trust/environment.hpp"
+#include "trust/unique_fd.hpp"
+
+namespace kernelhub::client {
+
+class DaemonConnection {
+ public:
+  // nullopt when nobody listens (no socket file, or connection refused): the caller may fall
+  // back to embedded mode. An error when something answered but the handshake failed.
+  static Result<std::optional<DaemonConnection>> connect(const std::filesystem::path& socket);
+
+  const std::filesystem::path& socket() const { return socket_; }
+
+  // fetch (hand_out) or prefetch; `env` supplies the client's trust-relevant variables.
+  Result<FetchedKernel> fetch(const hub::FetchRequest& request, const trust::Environment& env,
+                              const hub::ProgressCallback& progress, bool hand_out);
+  // status/ls/verify/gc: the typed reply, as JSON without type/id.
+  Result<nlohmann::json> call(const proto::Message& request);
+
+ private:
+  DaemonConnection(std::filesystem::path socket, UniqueFd fd);
+  Result<void> handshake();
+  struct Reply {
+    proto::Message message;
+    std::vector<UniqueFd> fds;
+  };
+  // Sends `request` under the next id and reads until its final frame: an `error` becomes a
+  // typed Error, progress frames go to `progress`, anything else is returned with its fds.
+  Result<Reply> exchange(nlohmann::json request, const hub::ProgressCallback& progress);
+
+  std::filesystem::path socket_;
+  UniqueFd fd_;
+  proto::FrameReader reader_;
+  proto::RequestId next_id_ = 1;
+};
+
+}  // namespace kernelhub::client

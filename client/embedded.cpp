@@ -1,0 +1,94 @@
+#include "client/embedded.hpp"
+
+#include "cache/maintenance.hpp"
+#include "client/handout.hpp"
+#include "hub/http.hpp"
+#include "hub/hub_config.hpp"
+
+namespace kernelhub::client {
+
+namespace {
+std::optional<std::filesystem::path> policy_file_of(const trust::Environment& env, const ClientOptions& options) {
+  if (options.policy_file) return options.policy_file;
+  if (auto from_env = env.get("KERNELHUB_POLICY")) return std::filesystem::path(*from_env);
+  return std::nullopt;
+}
+}  // namespace
+
+EmbeddedBackend::EmbeddedBackend(const trust::Environment& env, const ClientOptions& options)
+    : env_(env),
+      cache_(options.cache_dir ? *options.cache_dir : cache::resolve_cache_root(env)),
+      policy_file_(policy_file_of(env, options)) {}
+
+Result<trust::AdminPolicy> EmbeddedBackend::load_policy() const {
+  if (!policy_file_) return trust::AdminPolicy{};
+  return trust::load_policy_file(*policy_file_);
+}
+
+Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request, const hub::ProgressCallback& progress,
+                                             bool hand_out) {
+  auto policy = load_policy();
+  if (!policy) return fail(policy.error());
+  const auto config = hub::HubConfig::from(env_);
+  hub::CurlHttpClient http(config);
+  hub::Fetcher fetcher(config, http, cache_, std::move(*policy), trust::TrustEnvironment::from(env_), env_);
+  auto result = fetcher.fetch(request, progress);
+  if (!result) return fail(result.error());
+
+  FetchedKernel kernel{result->repo, result->commit, result->variants, result->snapshot_path,
+                       result->from_cache, /*via_daemon=*/false, {}};
+  if (hand_out) {
+    auto files = open_fetched_files(cache_, *result);
+    if (!files) return fail(files.error());
+    kernel.files = std::move(*files);
+  } else {
+    for (const auto& file : result->files) kernel.files.push_back(HandedFile{file.path, file.size, file.sha256, {}});
+  }
+  return kernel;
+}
+
+Result<nlohmann::json> EmbeddedBackend::status() const {
+  return nlohmann::json{{"mode", "embedded"}, {"cache_root", cache_.root().string()}};
+}
+
+nlohmann::json repos_to_json(const std::vector<cache::CachedRepo>& repos) {
+  auto list = nlohmann::json::array();
+  for (const auto& repo : repos) {
+    auto revisions = nlohmann::json::array();
+    for (const auto& rev : repo.revisions) {
+      revisions.push_back(
+          {{"commit", rev.commit}, {"refs", rev.refs}, {"variants", rev.variants}, {"size_bytes", rev.size_bytes}});
+    }
+    list.push_back({{"repo", repo.repo.str()},
+                    {"path", repo.path.string()},
+                    {"size_bytes", repo.size_bytes},
+                    {"revisions", std::move(revisions)}});
+  }
+  return list;
+}
+
+Result<nlohmann::json> EmbeddedBackend::ls() const {
+  auto repos = cache_.list();
+  if (!repos) return fail(repos.error());
+  return nlohmann::json{{"repos", repos_to_json(*repos)}};
+}
+
+Result<nlohmann::json> EmbeddedBackend::verify(const std::optional<trust::RepoId>& repo) const {
+  auto report = cache::verify_cache(cache_, repo);
+  if (!report) return fail(report.error());
+  auto corrupt = nlohmann::json::array();
+  for (const auto& blob : report->corrupt) {
+    corrupt.push_back({{"repo", blob.repo}, {"blob", blob.blob}, {"reason", blob.reason}});
+  }
+  return nlohmann::json{{"checked", report->checked}, {"corrupt", std::move(corrupt)}};
+}
+
+Result<nlohmann::json> EmbeddedBackend::gc() const {
+  auto report = cache::collect_garbage(cache_);
+  if (!report) return fail(report.error());
+  return nlohmann::json{{"removed_snapshots", report->removed_snapshots},
+                        {"removed_blobs", report->removed_blobs},
+                        {"freed_bytes", report->freed_bytes}};
+}
+
+}  // namespace kernelhub::client

@@ -1,0 +1,42 @@
+// Embedded mode: the fetch pipeline and cache maintenance run in this process against the
+// user's own cache, with the user's environment and admin policy file.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+
+#include "cache/kernel_cache.hpp"
+#include "client/client.hpp"
+#include "hub/fetcher.hpp"
+#include "trust/environment.hpp"
+#include "trust/policy.hpp"
+
+namespace kernelhub::client {
+
+class EmbeddedBackend {
+ public:
+  EmbeddedBackend(const trust::Environment& env, const ClientOptions& options);
+
+  const cache::KernelCache& cache() const { return cache_; }
+  Result<FetchedKernel> fetch(const hub::FetchRequest& request, const hub::ProgressCallback& progress,
+                              bool hand_out);
+  Result<nlohmann::json> status() const;
+  Result<nlohmann::json> ls() const;
+  Result<nlohmann::json> verify(const std::optional<trust::RepoId>& repo) const;
+  Result<nlohmann::json> gc() const;
+
+ private:
+  // The admin policy file (options.policy_file, else $KERNELHUB_POLICY) is read at each
+  // fetch, so ls/verify/gc never depend on it and an edit applies to the next fetch.
+  Result<trust::AdminPolicy> load_policy() const;
+
+  trust::Environment env_;
+  cache::KernelCache cache_;
+  std::optional<std::filesystem::path> policy_file_;
+};
+
+// The `ls` reply's repos array (docs/protocol.md), shared with the daemon's wire format.
+nlohmann::json repos_to_json(const std::vector<cache::CachedRepo>& repos);
+
+}  // namespace kernelhub::client
