@@ -39,8 +39,8 @@ Result<std::vector<FetchedFile>> hash_variant(const fs::path& snapshot, const st
   const fs::path dir = snapshot / "build" / variant;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const auto rel = fs::relative(it->path(), snapshot, ec).generic_string();
-    if (ec) break;
+    // Lexical: fs::relative would resolve the blob symlink and yield ../../blobs/<etag>.
+    const auto rel = it->path().lexically_relative(snapshot).generic_string();
     if (it->is_directory(ec) || is_ignored_kernel_file(rel)) continue;
     if (!fs::exists(it->path(), ec)) return not_cached(rel + " is missing from the cached snapshot");
     FetchedFile file;

@@ -128,6 +128,21 @@ TEST_CASE("without a socket the client fetches in-process and hands out verified
   CHECK(kernel->snapshot_path.string().rfind((dir.path() / "cache").string(), 0) == 0);
   check_handed_files(*kernel);
 
+  // Offline, from the cache alone: the same manifest (repo-relative paths) and fds.
+  auto offline_env = env;
+  offline_env.set("HF_HUB_OFFLINE", "1");
+  auto offline = client::Client::open(offline_env);
+  REQUIRE(offline);
+  auto cached = offline->fetch(relu_v1());
+  REQUIRE(cached);
+  CHECK(cached->from_cache);
+  REQUIRE(cached->files.size() == kernel->files.size());
+  for (std::size_t i = 0; i < cached->files.size(); ++i) {
+    CHECK(cached->files[i].path == kernel->files[i].path);
+    CHECK(cached->files[i].path.rfind("build/" + kVariant + "/", 0) == 0);
+  }
+  check_handed_files(*cached);
+
   auto status = client->status();
   REQUIRE(status);
   CHECK((*status)["mode"] == "embedded");
