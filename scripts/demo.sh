@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job end to end on a local demo Hub, no internet needed:
-#   serve the fixture kernel store -> `kernelhub download` into a fresh cache -> `kernelhub ls`
+#   serve the fixture kernel store -> start kernelhubd (temp socket, its own cache) ->
+#   `kernelhub download` through the daemon -> `kernelhub ls` and `kernelhub status`
 #   -> the trust rule (SageAttention refused, then accepted with DIFFUSERS_TRUST_REMOTE_KERNELS)
-#   -> the official Python `kernels` library loads the downloaded kernel offline and runs its op.
+#   -> the official Python `kernels` library loads the daemon's kernel offline and runs its op.
 # Exits non-zero if any step fails.
 set -euo pipefail
 
@@ -11,17 +12,23 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "${ROOT}/scripts/build.sh"
 
 KERNELHUB="${ROOT}/build/bin/kernelhub"
+KERNELHUBD="${ROOT}/build/bin/kernelhubd"
 PYTHON="${ROOT}/.venv/bin/python"
 KERNEL=relu
 DEMO="${ROOT}/build/demo"
 CACHE="${DEMO}/cache"
 WORK="$(mktemp -d)"
 SERVER_PID=""
+DAEMON_PID=""
 
-cleanup() {
-  if [[ -n "${SERVER_PID}" ]] && kill -0 "${SERVER_PID}" 2>/dev/null; then
-    kill "${SERVER_PID}" && wait "${SERVER_PID}" 2>/dev/null || true
+stop() {  # stop PID: SIGTERM and reap, if it still runs
+  if [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null; then
+    kill "$1" && wait "$1" 2>/dev/null || true
   fi
+}
+cleanup() {
+  stop "${DAEMON_PID}"
+  stop "${SERVER_PID}"
   rm -rf "${WORK}"
 }
 trap cleanup EXIT
@@ -50,25 +57,49 @@ done
 export HF_ENDPOINT="http://127.0.0.1:$(cat "${WORK}/port")"
 echo "HF_ENDPOINT=${HF_ENDPOINT}"
 
-step "kernelhub download kernels-community/${KERNEL} --version 1"
-"${KERNELHUB}" download "kernels-community/${KERNEL}" --version 1 --cache-dir "${CACHE}"
+step "starting kernelhubd on ${WORK}/kernelhub.sock (cache: ${CACHE})"
+"${KERNELHUBD}" --socket "${WORK}/kernelhub.sock" --cache-dir "${CACHE}" >"${WORK}/kernelhubd.log" 2>&1 &
+DAEMON_PID=$!
+for _ in $(seq 300); do
+  [[ -S "${WORK}/kernelhub.sock" ]] && break
+  kill -0 "${DAEMON_PID}" 2>/dev/null || { cat "${WORK}/kernelhubd.log" >&2; exit 1; }
+  sleep 0.1
+done
+[[ -S "${WORK}/kernelhub.sock" ]] || { echo "demo: kernelhubd did not listen" >&2; exit 1; }
+# Every kernelhub command below talks to this daemon, and must: no silent embedded fallback.
+export KERNELHUB_SOCKET="${WORK}/kernelhub.sock" KERNELHUB_REQUIRE_DAEMON=1
+
+step "kernelhub download kernels-community/${KERNEL} --version 1 --json (through kernelhubd)"
+"${KERNELHUB}" download "kernels-community/${KERNEL}" --version 1 --json | tee "${WORK}/download.json"
+"${PYTHON}" - "${WORK}/download.json" <<'EOF'
+import json
+import sys
+
+out = json.load(open(sys.argv[1]))
+assert out["via_daemon"] is True, "the download did not go through kernelhubd"
+print(f"via_daemon={out['via_daemon']}: {len(out['files'])} verified files, snapshot {out['snapshot']}")
+EOF
 
 step "kernelhub ls"
-"${KERNELHUB}" ls --cache-dir "${CACHE}"
+"${KERNELHUB}" ls
 
 step "SageAttention/${KERNEL} without DIFFUSERS_TRUST_REMOTE_KERNELS: must be refused"
-if "${KERNELHUB}" download "SageAttention/${KERNEL}" --version 1 --cache-dir "${CACHE}"; then
+if "${KERNELHUB}" download "SageAttention/${KERNEL}" --version 1; then
   echo "demo: FAILED: an untrusted publisher was accepted" >&2
   exit 1
 fi
 echo "(refused, as it should be)"
 
 step "SageAttention/${KERNEL} with DIFFUSERS_TRUST_REMOTE_KERNELS=1: accepted"
-DIFFUSERS_TRUST_REMOTE_KERNELS=1 \
-  "${KERNELHUB}" download "SageAttention/${KERNEL}" --version 1 --cache-dir "${CACHE}"
+DIFFUSERS_TRUST_REMOTE_KERNELS=1 "${KERNELHUB}" download "SageAttention/${KERNEL}" --version 1
 
-step "stopping the server; Python 'kernels' loads the kernel from kernelhub's cache, offline"
-kill "${SERVER_PID}" && wait "${SERVER_PID}" 2>/dev/null || true
+step "kernelhub status (the daemon's counters)"
+"${KERNELHUB}" status
+
+step "stopping kernelhubd and the server; Python 'kernels' loads the kernel from the daemon's cache, offline"
+stop "${DAEMON_PID}"
+DAEMON_PID=""
+stop "${SERVER_PID}"
 SERVER_PID=""
 HF_HUB_OFFLINE=1 KERNELS_CACHE="${CACHE}" "${PYTHON}" - "${KERNEL}" <<'EOF'
 import sys
