@@ -29,6 +29,17 @@ std::optional<trust::RepoId> repo_from_folder(const std::string& folder) {
   return *id;
 }
 
+// `<etag>.<8hex>.incomplete` (BlobWriter) or `<name>.<8hex>.tmp` (atomic writes, staged links).
+bool is_temp_name(std::string_view name) {
+  for (const std::string_view suffix : {std::string_view(".incomplete"), std::string_view(".tmp")}) {
+    if (!name.ends_with(suffix)) continue;
+    const auto stem = name.substr(0, name.size() - suffix.size());
+    if (stem.size() < 10 || stem[stem.size() - 9] != '.') return false;
+    return trust::is_lower_hex(stem.substr(stem.size() - 8), 8);
+  }
+  return false;
+}
+
 std::uint64_t file_size_or_zero(const fs::path& path) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
@@ -110,15 +121,20 @@ std::size_t KernelCache::sweep_stale_temps(std::chrono::seconds age) const {
   std::error_code ec;
   for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
     if (!repo_from_folder(it->path().filename().string())) continue;
-    std::error_code bec;
-    for (fs::directory_iterator b(it->path() / "blobs", bec), bend; !bec && b != bend; b.increment(bec)) {
-      const fs::path& path = b->path();
-      if (path.extension() != ".incomplete" || !b->is_regular_file(bec)) continue;
-      const auto mtime = fs::last_write_time(path, bec);
-      if (bec || mtime >= cutoff) {
-        bec.clear();
-        continue;
-      }
+    // Every temp a crashed writer can leave: blob downloads in blobs/, atomic ref and
+    // .no_exist writes, and snapshot symlinks staged next to their final name.
+    std::error_code wec;
+    for (fs::recursive_directory_iterator w(it->path(), fs::directory_options::none, wec), wend; !wec && w != wend;
+         w.increment(wec)) {
+      const fs::path& path = w->path();
+      std::error_code fec;
+      if (w->is_directory(fec) && !w->is_symlink(fec)) continue;
+      if (!is_temp_name(path.filename().string())) continue;
+      // lstat: the age of a staged symlink is its own, not its target's.
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) continue;
+      const auto mtime = fs::file_time_type::clock::from_sys(std::chrono::system_clock::from_time_t(st.st_mtime));
+      if (age.count() > 0 && mtime >= cutoff) continue;
       if (::unlink(path.c_str()) == 0) ++removed;
     }
   }

@@ -190,6 +190,29 @@ TEST_CASE("sweep_stale_temps removes only old *.incomplete files", "[cache][swee
   CHECK(cache.sweep_stale_temps(1h) == 0);
 }
 
+TEST_CASE("sweep_stale_temps also removes staged refs, markers and symlinks a crash left", "[cache][sweep]") {
+  testing::TempDir tmp;
+  KernelCache cache(tmp.path());
+  REQUIRE(test::publish(cache, kRepo, test::kCommit, {{"a", "content"}}, "main"));
+  const fs::path repo = cache.repo_dir(kRepo);
+  const fs::path ref_temp = repo / "refs" / "v1.0badf00d.tmp";
+  const fs::path marker_temp = repo / ".no_exist" / test::kCommit / "kernel-status.toml.12345678.tmp";
+  const fs::path link_temp = repo / "snapshots" / test::kCommit / ".a.abcdef01.tmp";
+  const fs::path not_ours = repo / "refs" / "notes.tmp";  // no random part: not a temp of ours
+  fs::create_directories(marker_temp.parent_path());
+  for (const auto& p : {ref_temp, marker_temp, not_ours}) std::ofstream(p) << "x";
+  fs::create_symlink("../../blobs/missing", link_temp);
+
+  // Age 0 (a daemon that owns the cache at start-up): every temp goes, whatever its age.
+  CHECK(cache.sweep_stale_temps(0s) == 3);
+  CHECK_FALSE(fs::exists(ref_temp));
+  CHECK_FALSE(fs::exists(marker_temp));
+  CHECK_FALSE(fs::is_symlink(link_temp));
+  CHECK(fs::exists(not_ours));
+  CHECK(fs::is_symlink(repo / "snapshots" / test::kCommit / "a"));
+  CHECK(cache.read_ref(kRepo, "main") == test::kCommit);
+}
+
 TEST_CASE("lock is an exclusive flock on a 0664 file under .locks that stays", "[cache][lock]") {
   testing::TempDir tmp;
   KernelCache cache(tmp.path());
