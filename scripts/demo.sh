@@ -10,12 +10,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "${ROOT}/scripts/setup.sh"
 "${ROOT}/scripts/build.sh"
+BUILD="${KERNELHUB_BUILD_DIR:-${ROOT}/build}"
 
-KERNELHUB="${ROOT}/build/bin/kernelhub"
-KERNELHUBD="${ROOT}/build/bin/kernelhubd"
+KERNELHUB="${BUILD}/bin/kernelhub"
+KERNELHUBD="${BUILD}/bin/kernelhubd"
 PYTHON="${ROOT}/.venv/bin/python"
 KERNEL=relu
-DEMO="${ROOT}/build/demo"
+DEMO="${BUILD}/demo"
 CACHE="${DEMO}/cache"
 WORK="$(mktemp -d)"
 SERVER_PID=""
@@ -45,7 +46,7 @@ export HF_HOME="${DEMO}/hf-home" HF_HUB_CACHE="${CACHE}" HF_HUB_DISABLE_TELEMETR
 export HF_HUB_USER_AGENT_ORIGIN=kernelhub-demo
 
 step "serving the local demo Hub (build/fixtures/hub) on loopback"
-"${KERNELHUB}" serve --root "${ROOT}/build/fixtures/hub" --port 0 --port-file "${WORK}/port" \
+"${KERNELHUB}" serve --root "${BUILD}/fixtures/hub" --port 0 --port-file "${WORK}/port" \
   >"${WORK}/serve.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 300); do
