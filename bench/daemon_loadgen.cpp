@@ -4,12 +4,16 @@
 //   kh_daemon_loadgen SOCKET REPO VERSION VARIANT CLIENTS SECONDS   (warm: timed loop)
 //   kh_daemon_loadgen SOCKET REPO VERSION VARIANT CLIENTS 0         (cold: one fetch each,
 //                                                                    all released at once)
+//   ... SECONDS reuse: each thread opens one Client and fetches over it repeatedly, as an app
+//   that loads several kernels (or reloads one) does; compares with repeated get_kernel calls
+//   inside one Python process.
 #include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -31,8 +35,8 @@ double percentile(std::vector<double>& v, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::cerr << "usage: kh_daemon_loadgen SOCKET REPO VERSION VARIANT CLIENTS SECONDS\n";
+  if (argc != 7 && !(argc == 8 && std::string(argv[7]) == "reuse")) {
+    std::cerr << "usage: kh_daemon_loadgen SOCKET REPO VERSION VARIANT CLIENTS SECONDS [reuse]\n";
     return 2;
   }
   const std::string socket = argv[1];
@@ -43,10 +47,12 @@ int main(int argc, char** argv) {
   const int clients = std::stoi(argv[5]);
   const double seconds = std::stod(argv[6]);
   const bool cold = seconds == 0;
+  const bool reuse = argc == 8;
   const auto env = kernelhub::trust::Environment::from_process();
   kernelhub::client::ClientOptions options;
   options.socket = socket;
   options.require_daemon = true;
+  options.pipelined_handshake = true;  // what a one-shot fetch uses
   const kernelhub::hub::FetchRequest request{*repo, version, std::nullopt, variant};
 
   std::vector<std::vector<double>> latencies(static_cast<std::size_t>(clients));
@@ -61,12 +67,15 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, t] {
       auto& mine = latencies[static_cast<std::size_t>(t)];
       mine.reserve(cold ? 1 : 1 << 16);
+      std::optional<kernelhub::Result<kernelhub::client::Client>> kept;
+      if (reuse) kept.emplace(kernelhub::client::Client::open(env, options));
       start.arrive_and_wait();
       do {
         const auto t0 = Clock::now();
-        auto client = kernelhub::client::Client::open(env, options);
+        auto client = reuse ? std::move(*kept) : kernelhub::client::Client::open(env, options);
         auto got = client ? client->fetch(request) : kernelhub::Result<kernelhub::client::FetchedKernel>(
                                                          kernelhub::fail(client.error()));
+        if (reuse) kept.emplace(std::move(client));
         const auto t1 = Clock::now();  // fds received; they close with `got`
         if (!got || got->files.empty() || !got->files.front().fd) {
           errors.fetch_add(1);

@@ -25,7 +25,7 @@ Result<Client> Client::open(const trust::Environment& env, ClientOptions options
   }
   if (!options.embedded_only) {
     const auto socket = socket_path(env, options);
-    auto connection = DaemonConnection::connect(socket);
+    auto connection = DaemonConnection::connect(socket, options.pipelined_handshake);
     if (!connection) return fail(connection.error());
     if (*connection) {
       return Client(std::make_unique<Impl>(Impl{std::move(**connection), env}));

@@ -36,6 +36,11 @@ struct ClientOptions {
   // (default: $KERNELHUB_POLICY). The daemon uses its own.
   std::optional<std::filesystem::path> cache_dir;
   std::optional<std::filesystem::path> policy_file;
+  // Send hello and let the first request follow it at once, reading the daemon's hello
+  // reply only then: one round trip less for a one-shot fetch (a Unix-socket round trip
+  // costs tens of microseconds). A daemon that refuses the handshake is then reported by
+  // that first request instead of by open().
+  bool pipelined_handshake = false;
 };
 
 struct HandedFile {

@@ -63,7 +63,8 @@ std::optional<proto::RequestId> id_of(const proto::Message& message) {
 DaemonConnection::DaemonConnection(std::filesystem::path socket, UniqueFd fd)
     : socket_(std::move(socket)), fd_(std::move(fd)), reader_(fd_.get()) {}
 
-Result<std::optional<DaemonConnection>> DaemonConnection::connect(const std::filesystem::path& socket) {
+Result<std::optional<DaemonConnection>> DaemonConnection::connect(const std::filesystem::path& socket,
+                                                                   bool pipelined) {
   auto fd = proto::connect_unix(socket);
   if (!fd) {
     // network: no socket file, or a stale one nobody listens on, so no daemon on this host.
@@ -71,15 +72,22 @@ Result<std::optional<DaemonConnection>> DaemonConnection::connect(const std::fil
     return fail(fd.error().code, "cannot connect to kernelhubd on " + socket.string() + ": " + fd.error().message);
   }
   DaemonConnection connection(socket, std::move(*fd));
-  KH_TRY(connection.handshake());
+  KH_TRY(connection.send_hello());
+  if (!pipelined) KH_TRY(connection.read_hello_reply());
   return std::optional<DaemonConnection>(std::move(connection));
 }
 
-Result<void> DaemonConnection::handshake() {
+Result<void> DaemonConnection::send_hello() {
   proto::Hello hello;
   hello.capabilities = {std::string(proto::kCapabilityFds), std::string(proto::kCapabilityProgress)};
   hello.client = kClientName;
   KH_TRY(proto::send_frame(fd_.get(), proto::to_json(hello)));
+  hello_pending_ = true;
+  return ok();
+}
+
+Result<void> DaemonConnection::read_hello_reply() {
+  hello_pending_ = false;
   auto frame = reader_.read(kHandshakeTimeout);
   if (!frame) return fail(protocol_failure(socket_, "no hello: " + frame.error().message));
   if (!*frame) return fail(protocol_failure(socket_, "closed the connection during the handshake"));
@@ -102,7 +110,11 @@ Result<DaemonConnection::Reply> DaemonConnection::exchange(nlohmann::json reques
                                                            const hub::ProgressCallback& progress) {
   const proto::RequestId id = next_id_++;
   request["id"] = id;
-  KH_TRY(proto::send_frame(fd_.get(), request));
+  auto sent = proto::send_frame(fd_.get(), request);
+  // With a pipelined handshake, a daemon that refused our hello may already have closed the
+  // connection: its hello answer says why, better than the failed send.
+  if (hello_pending_) KH_TRY(read_hello_reply());
+  if (!sent) return fail(sent.error());
   for (;;) {
     auto frame = reader_.read();
     if (!frame) return fail(frame.error());

@@ -22,7 +22,8 @@ class DaemonConnection {
  public:
   // nullopt when nobody listens (no socket file, or connection refused): the caller may fall
   // back to embedded mode. An error when something answered but the handshake failed.
-  static Result<std::optional<DaemonConnection>> connect(const std::filesystem::path& socket);
+  // `pipelined`: send hello without waiting; its reply is checked before the first request's.
+  static Result<std::optional<DaemonConnection>> connect(const std::filesystem::path& socket, bool pipelined = false);
 
   const std::filesystem::path& socket() const { return socket_; }
 
@@ -34,7 +35,8 @@ class DaemonConnection {
 
  private:
   DaemonConnection(std::filesystem::path socket, UniqueFd fd);
-  Result<void> handshake();
+  Result<void> send_hello();
+  Result<void> read_hello_reply();
   struct Reply {
     proto::Message message;
     std::vector<UniqueFd> fds;
@@ -47,6 +49,7 @@ class DaemonConnection {
   UniqueFd fd_;
   proto::FrameReader reader_;
   proto::RequestId next_id_ = 1;
+  bool hello_pending_ = false;  // hello sent, its reply not read yet (pipelined handshake)
 };
 
 }  // namespace kernelhub::client

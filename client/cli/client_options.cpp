@@ -23,6 +23,7 @@ Result<client::Client> open_client(const ClientArgs& args) {
   client::ClientOptions options;
   if (args.socket) options.socket = *args.socket;
   options.require_daemon = args.require_daemon;
+  options.pipelined_handshake = true;  // one request per CLI run: save the hello round trip
   if (args.cache_dir) {
     options.cache_dir = *args.cache_dir;
     options.embedded_only = true;
