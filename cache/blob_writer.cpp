@@ -6,11 +6,14 @@
 
 #include <array>
 #include <cerrno>
-#include <optional>
+#include <memory>
+#include <system_error>
 
+#include "cache/blob_hash.hpp"
 #include "cache/fs_util.hpp"
-#include "trust/unique_fd.hpp"
+#include "cache/trailing_hasher.hpp"
 #include "trust/digest.hpp"
+#include "trust/unique_fd.hpp"
 
 namespace kernelhub::cache {
 
@@ -18,16 +21,27 @@ struct BlobWriter::State {
   std::filesystem::path blobs_dir;
   std::filesystem::path temp;
   ExpectedBlob expected;
+  BlobWriterOptions options;
   UniqueFd fd;
-  trust::Sha256 sha256;
-  std::optional<trust::GitBlobSha1> git_sha1;
+  BlobHash hash;
+  std::unique_ptr<TrailingHasher> trailing;  // large blobs: hashing off the receive thread
   std::uint64_t written = 0;
   bool resumed = false;
   bool finished = false;
   bool committed = false;
   std::string sha256_hex;
 
+  // Hashes off-thread when the blob is large enough and a thread can be had; else inline.
+  void start_trailing() {
+    if (expected.size < options.trailing_hash_min_size) return;
+    try {
+      trailing = std::make_unique<TrailingHasher>(fd.get(), temp, hash);
+    } catch (const std::system_error&) {
+      trailing.reset();
+    }
+  }
   void discard() {
+    trailing.reset();  // before the fd it reads from goes away
     fd.reset();
     if (!committed && !temp.empty()) ::unlink(temp.c_str());
     temp.clear();
@@ -40,7 +54,8 @@ BlobWriter::BlobWriter(BlobWriter&&) noexcept = default;
 BlobWriter& BlobWriter::operator=(BlobWriter&&) noexcept = default;
 BlobWriter::~BlobWriter() = default;
 
-Result<BlobWriter> BlobWriter::create(const std::filesystem::path& blobs_dir, ExpectedBlob expected) {
+Result<BlobWriter> BlobWriter::create(const std::filesystem::path& blobs_dir, ExpectedBlob expected,
+                                      BlobWriterOptions options) {
   // The etag becomes a file name, and it came from the network.
   const std::size_t hex_len = expected.kind == DigestKind::sha256 ? 64 : 40;
   if (!trust::is_lower_hex(expected.etag, hex_len)) {
@@ -50,6 +65,7 @@ Result<BlobWriter> BlobWriter::create(const std::filesystem::path& blobs_dir, Ex
   auto state = std::make_unique<State>();
   state->blobs_dir = blobs_dir;
   state->expected = std::move(expected);
+  state->options = options;
   state->temp = blobs_dir / (state->expected.etag + "." + random_suffix() + ".incomplete");
   // 0644 before umask: the kernel applies the process umask atomically, as a chmod-from-probe
   // would in huggingface_hub; native code never ends up group/other-writable.
@@ -59,7 +75,8 @@ Result<BlobWriter> BlobWriter::create(const std::filesystem::path& blobs_dir, Ex
     state->temp.clear();
     return errno_error(err, "cannot create temp blob in", blobs_dir);
   }
-  if (state->expected.kind == DigestKind::git_sha1) state->git_sha1.emplace(state->expected.size);
+  if (state->expected.kind == DigestKind::git_sha1) state->hash.git_sha1.emplace(state->expected.size);
+  state->start_trailing();
   return BlobWriter(std::move(state));
 }
 
@@ -79,9 +96,12 @@ Result<void> BlobWriter::write(const char* data, std::size_t size) {
     }
     done += static_cast<std::size_t>(n);
   }
-  s.sha256.update(data, size);
-  if (s.git_sha1) s.git_sha1->update(data, size);
   s.written += size;
+  if (s.trailing) {
+    s.trailing->advance(s.written);
+  } else if (!s.resumed) {  // after a resume finish() re-hashes from disk anyway
+    s.hash.update(data, size);
+  }
   return ok();
 }
 
@@ -90,26 +110,28 @@ std::uint64_t BlobWriter::bytes_written() const { return state_->written; }
 Result<void> BlobWriter::restart() {
   State& s = *state_;
   if (s.finished || !s.fd) return fail(ErrorCode::internal, "restart after finish on " + s.temp.string());
+  s.trailing.reset();  // stop reading before the bytes go away
   if (::ftruncate(s.fd.get(), 0) != 0 || ::lseek(s.fd.get(), 0, SEEK_SET) != 0) {
     return errno_error(errno, "cannot truncate", s.temp);
   }
-  s.sha256.reset();
-  if (s.git_sha1) s.git_sha1->reset(s.expected.size);
+  s.hash.reset(s.expected.size);
   s.written = 0;
   s.resumed = false;
+  s.start_trailing();
   return ok();
 }
 
-void BlobWriter::mark_resumed() { state_->resumed = true; }
+void BlobWriter::mark_resumed() {
+  state_->resumed = true;
+  state_->trailing.reset();  // its work is void: finish() re-hashes the whole file
+}
 
 namespace {
 
 // Hashes the temp file's bytes from disk: after a resume the incremental state saw only
 // part of the story.
-Result<void> rehash(int fd, const std::filesystem::path& temp, std::uint64_t size, trust::Sha256& sha256,
-                    std::optional<trust::GitBlobSha1>& git_sha1) {
-  sha256.reset();
-  if (git_sha1) git_sha1->reset(size);
+Result<void> rehash(int fd, const std::filesystem::path& temp, std::uint64_t size, BlobHash& hash) {
+  hash.reset(size);
   std::array<char, 1 << 16> buf{};
   off_t offset = 0;
   for (;;) {
@@ -119,8 +141,7 @@ Result<void> rehash(int fd, const std::filesystem::path& temp, std::uint64_t siz
       return errno_error(errno, "cannot re-read", temp);
     }
     if (n == 0) return ok();
-    sha256.update(buf.data(), static_cast<std::size_t>(n));
-    if (git_sha1) git_sha1->update(buf.data(), static_cast<std::size_t>(n));
+    hash.update(buf.data(), static_cast<std::size_t>(n));
     offset += n;
   }
 }
@@ -140,13 +161,21 @@ Result<void> BlobWriter::finish() {
     return fail(ErrorCode::size_mismatch, "blob " + s.expected.etag + ": got " + got + " bytes, expected " +
                                               std::to_string(s.expected.size));
   }
-  if (s.resumed) KH_TRY(rehash(s.fd.get(), s.temp, s.expected.size, s.sha256, s.git_sha1));
-  s.sha256_hex = s.sha256.final_hex();
-  const std::string actual = s.git_sha1 ? s.git_sha1->final_hex() : s.sha256_hex;
+  if (s.trailing) {
+    auto trailed = s.trailing->finish();
+    s.trailing.reset();
+    if (!trailed) {
+      s.discard();
+      return fail(trailed.error());
+    }
+  }
+  if (s.resumed) KH_TRY(rehash(s.fd.get(), s.temp, s.expected.size, s.hash));
+  s.sha256_hex = s.hash.sha256.final_hex();
+  const std::string actual = s.hash.git_sha1 ? s.hash.git_sha1->final_hex() : s.sha256_hex;
   if (actual != s.expected.etag) {
     s.discard();
     return fail(ErrorCode::hash_mismatch, std::string("blob ") + s.expected.etag + ": content has " +
-                                              (s.git_sha1 ? "git sha1 " : "sha256 ") + actual +
+                                              (s.hash.git_sha1 ? "git sha1 " : "sha256 ") + actual +
                                               "; refusing to publish it");
   }
   if (::fsync(s.fd.get()) != 0) return errno_error(errno, "cannot fsync", s.temp);

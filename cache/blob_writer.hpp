@@ -1,6 +1,7 @@
 // Writes one downloaded object into `blobs/` of a cache repo: bytes go to a process-unique
-// temp file (`<etag>.<8hex>.incomplete`) while being hashed; `finish()` checks size and
-// digest and fsyncs; `commit()` renames onto `blobs/<etag>` and fsyncs the directory.
+// temp file (`<etag>.<8hex>.incomplete`) while being hashed (inline, or for large blobs by a
+// TrailingHasher thread); `finish()` checks size and digest and fsyncs; `commit()` renames
+// onto `blobs/<etag>` and fsyncs the directory.
 // Until commit nothing is visible under the final name; the destructor removes the temp.
 #pragma once
 
@@ -24,9 +25,17 @@ struct ExpectedBlob {
   std::uint64_t size = 0;
 };
 
+struct BlobWriterOptions {
+  // From this size on, hashing runs on a thread of its own (TrailingHasher) that reads the
+  // bytes back from the page cache and starts their writeback early. Smaller blobs are
+  // hashed inline: a thread would cost more than it saves.
+  std::uint64_t trailing_hash_min_size = 4 << 20;
+};
+
 class BlobWriter {
  public:
-  static Result<BlobWriter> create(const std::filesystem::path& blobs_dir, ExpectedBlob expected);
+  static Result<BlobWriter> create(const std::filesystem::path& blobs_dir, ExpectedBlob expected,
+                                   BlobWriterOptions options = {});
 
   BlobWriter(BlobWriter&&) noexcept;
   BlobWriter& operator=(BlobWriter&&) noexcept;

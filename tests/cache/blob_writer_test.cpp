@@ -216,3 +216,139 @@ TEST_CASE("an etag that is not a hex digest is refused before any file is create
   }
   CHECK(names_in(dir.path()).empty());
 }
+
+namespace {
+
+// Bigger than the trailing hasher's read chunk and wake batch, not a multiple of either.
+std::string big_content() {
+  std::string s((3 << 20) + 12345, '\0');
+  std::uint32_t x = 2463534242u;
+  for (char& c : s) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    c = static_cast<char>(x);
+  }
+  return s;
+}
+
+// Uneven pieces, like curl callbacks.
+void write_pieces(BlobWriter& w, const std::string& content, std::size_t from = 0) {
+  std::size_t piece = 1;
+  for (std::size_t i = from; i < content.size(); i += piece) {
+    piece = std::min<std::size_t>(content.size() - i, 1 + (i * 7919) % 70000);
+    REQUIRE(w.write(content.data() + i, piece));
+  }
+}
+
+const BlobWriterOptions kTrailing{0};       // every blob hashed on the trailing thread
+const BlobWriterOptions kInline{UINT64_MAX};  // never
+
+}  // namespace
+
+TEST_CASE("the trailing hasher gives the same digests as inline hashing", "[cache][blob][trailing]") {
+  testing::TempDir dir;
+  const std::string content = big_content();
+  const std::string sha256 = trust::sha256_hex(content);
+  std::string git_sha1;
+  {
+    trust::GitBlobSha1 h(content.size());
+    h.update(content);
+    git_sha1 = h.final_hex();
+  }
+  for (const auto& expected : {ExpectedBlob{sha256, DigestKind::sha256, content.size()},
+                               ExpectedBlob{git_sha1, DigestKind::git_sha1, content.size()}}) {
+    for (const auto& options : {kTrailing, kInline}) {
+      INFO("kind=" << static_cast<int>(expected.kind) << " trailing=" << (options.trailing_hash_min_size == 0));
+      auto w = BlobWriter::create(dir.path(), expected, options);
+      REQUIRE(w);
+      write_pieces(*w, content);
+      REQUIRE(w->finish());
+      CHECK(w->sha256_hex() == sha256);
+      auto path = w->commit();
+      REQUIRE(path);
+      CHECK(read_all(*path) == content);
+      fs::remove(*path);
+    }
+  }
+  // The default switches to the trailing thread for multi-MiB blobs, and that must verify too.
+  auto w = BlobWriter::create(dir.path(), {sha256, DigestKind::sha256, content.size()}, {1 << 20});
+  REQUIRE(w);
+  write_pieces(*w, content);
+  REQUIRE(w->finish());
+  CHECK(w->sha256_hex() == sha256);
+}
+
+TEST_CASE("with the trailing hasher a corrupted byte is still a hash_mismatch", "[cache][blob][trailing]") {
+  testing::TempDir dir;
+  const std::string content = big_content();
+  const auto expected = ExpectedBlob{trust::sha256_hex(content), DigestKind::sha256, content.size()};
+  for (const std::size_t at : {std::size_t{0}, content.size() / 2, content.size() - 1}) {
+    std::string corrupt = content;
+    corrupt[at] ^= 0x01;
+    {
+      auto w = BlobWriter::create(dir.path(), expected, kTrailing);
+      REQUIRE(w);
+      write_pieces(*w, corrupt);
+      auto r = w->finish();
+      INFO("flipped byte " << at);
+      REQUIRE_FALSE(r);
+      CHECK(r.error().code == ErrorCode::hash_mismatch);
+      CHECK_FALSE(w->commit());
+    }
+    CHECK(names_in(dir.path()).empty());
+  }
+}
+
+TEST_CASE("with the trailing hasher a resume still re-hashes the file from disk", "[cache][blob][trailing]") {
+  testing::TempDir dir;
+  const std::string content = big_content();
+  const auto expected = ExpectedBlob{trust::sha256_hex(content), DigestKind::sha256, content.size()};
+  const std::size_t half = content.size() / 2;
+
+  SECTION("a clean resume verifies") {
+    auto w = BlobWriter::create(dir.path(), expected, kTrailing);
+    REQUIRE(w);
+    REQUIRE(w->write(content.data(), half));
+    w->mark_resumed();
+    write_pieces(*w, content, half);
+    REQUIRE(w->finish());
+    CHECK(w->sha256_hex() == expected.etag);
+  }
+  SECTION("bytes changed on disk before the resume are caught") {
+    auto w = BlobWriter::create(dir.path(), expected, kTrailing);
+    REQUIRE(w);
+    REQUIRE(w->write(content.data(), half));
+    const int fd = ::open(the_temp(dir.path()).c_str(), O_WRONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::pwrite(fd, "XXXX", 4, 1000) == 4);
+    ::close(fd);
+    w->mark_resumed();
+    write_pieces(*w, content, half);
+    auto r = w->finish();
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == ErrorCode::hash_mismatch);
+  }
+  CHECK(names_in(dir.path()).empty());
+}
+
+TEST_CASE("with the trailing hasher restart and early destruction are clean", "[cache][blob][trailing]") {
+  testing::TempDir dir;
+  const std::string content = big_content();
+  const auto expected = ExpectedBlob{trust::sha256_hex(content), DigestKind::sha256, content.size()};
+  {
+    auto w = BlobWriter::create(dir.path(), expected, kTrailing);
+    REQUIRE(w);
+    write_pieces(*w, std::string(content.size() / 2, 'g'));  // a body that is not ours
+    REQUIRE(w->restart());
+    write_pieces(*w, content);
+    REQUIRE(w->finish());
+    REQUIRE(w->commit());
+  }
+  CHECK(read_all(dir.path() / expected.etag) == content);
+  fs::remove(dir.path() / expected.etag);
+  {
+    auto w = BlobWriter::create(dir.path(), expected, kTrailing);
+    REQUIRE(w);
+    REQUIRE(w->write(content.data(), content.size() / 3));
+  }  // abandoned mid-download: the thread stops, the temp goes
+  CHECK(names_in(dir.path()).empty());
+}
