@@ -227,7 +227,7 @@ def main() -> int:
     ap.add_argument("--kernelhub", type=Path, default=REPO_ROOT / "build" / "bin" / "kernelhub")
     ap.add_argument("--fixture-src", type=Path, default=REPO_ROOT / "build" / "fixtures" / "src")
     ap.add_argument("--size-mb", type=int, default=100, help="bytes added to the .so, in MiB")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--workdir", type=Path, help="keep everything here instead of a temp dir")
     ap.add_argument("--only", action="append", help="run only clients whose name contains this")
     ap.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
@@ -255,6 +255,8 @@ def main() -> int:
                 cache = work / "caches" / f"{rep}-{name.split()[0].split('.')[0]}"
                 shutil.rmtree(cache, ignore_errors=True)
                 cache.mkdir(parents=True)
+                # Settle the previous client's dirty pages so nobody pays for another's writeback.
+                os.sync()
                 try:
                     call, wall = run(ctx, cache)
                 except (RuntimeError, OSError, ValueError, KeyError) as e:
@@ -283,7 +285,10 @@ def main() -> int:
     for name, why in failures.items():
         print(f"{name:<36} {'FAILED':>10}  {why}")
     print("\n'download s' is the call itself; for the Python clients 'process s' adds interpreter start "
-          "and imports (torch for kernels).")
+          "and imports (torch for kernels). curl writes the files but does not fsync them; kernelhub "
+          "fsyncs every blob before publishing.")
+    load = os.getloadavg()[0]
+    print(f"machine: {os.cpu_count()} CPUs, 1-min load average {load:.2f} at the end")
 
     ok = True
     kh = med.get("kernelhub download", (None,))[0]
