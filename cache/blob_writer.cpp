@@ -191,6 +191,9 @@ Result<std::filesystem::path> BlobWriter::commit() {
   if (!s.finished) return fail(ErrorCode::internal, "commit before a successful finish of " + s.temp.string());
   const auto final_path = s.blobs_dir / s.expected.etag;
   if (s.committed) return final_path;
+  if (s.options.published_mode != 0 && ::fchmod(s.fd.get(), s.options.published_mode) != 0) {
+    return errno_error(errno, "cannot set the mode of", s.temp);
+  }
   // Replacing an existing blob is fine: same verified content, readers keep their inode.
   if (::rename(s.temp.c_str(), final_path.c_str()) != 0) return errno_error(errno, "cannot publish", final_path);
   s.committed = true;

@@ -30,6 +30,9 @@ struct BlobWriterOptions {
   // bytes back from the page cache and starts their writeback early. Smaller blobs are
   // hashed inline: a thread would cost more than it saves.
   std::uint64_t trailing_hash_min_size = 4 << 20;
+  // Mode the blob gets at commit, before it becomes visible under its name (0: keep the
+  // 0644-minus-umask it was created with). The daemon's shared cache uses 0444.
+  unsigned published_mode = 0;
 };
 
 class BlobWriter {

@@ -62,6 +62,10 @@ class KernelCache {
   explicit KernelCache(std::filesystem::path root);
 
   const std::filesystem::path& root() const { return root_; }
+  // Mode of blobs at publish (0: 0644 minus umask, like huggingface_hub). The daemon's
+  // shared cache sets 0444: nothing in it is writable, not even by its owner by accident.
+  void set_published_blob_mode(unsigned mode) { published_blob_mode_ = mode; }
+  unsigned published_blob_mode() const { return published_blob_mode_; }
   std::filesystem::path repo_dir(const trust::RepoId& repo) const;  // kernels--org--name
   std::filesystem::path blobs_dir(const trust::RepoId& repo) const;
   std::filesystem::path snapshot_dir(const trust::RepoId& repo, std::string_view commit) const;
@@ -97,6 +101,7 @@ class KernelCache {
 
  private:
   std::filesystem::path root_;
+  unsigned published_blob_mode_ = 0;
 };
 
 }  // namespace kernelhub::cache

@@ -224,6 +224,7 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   config.offline = config.offline || offline;
   UpstreamHttp http(config, counters_);
   cache::KernelCache cache(root_);
+  cache.set_published_blob_mode(0444);  // the shared cache: read-only from the moment it is visible
   // Every waiter passed decide_trust with its own environment before joining; the
   // fetcher re-checks against the admin policy with opt-in granted.
   hub::Fetcher fetcher(config, http, cache, *policy(), trust::TrustEnvironment{true, false}, env_);

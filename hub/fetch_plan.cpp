@@ -50,7 +50,9 @@ Result<std::size_t> FetchPlan::slot_for(const TreeEntry& entry) {
   if (auto it = slot_by_etag_.find(entry.etag()); it != slot_by_etag_.end()) return it->second;
   cache::ExpectedBlob expected{entry.etag(), entry.is_lfs() ? cache::DigestKind::sha256 : cache::DigestKind::git_sha1,
                                entry.size};
-  auto writer = cache::BlobWriter::create(cache_.blobs_dir(repo_), expected);
+  cache::BlobWriterOptions options;
+  options.published_mode = cache_.published_blob_mode();
+  auto writer = cache::BlobWriter::create(cache_.blobs_dir(repo_), expected, options);
   if (!writer) return fail(writer.error());
   slots_.push_back(Slot{std::move(*writer), entry.path, false});
   slot_by_etag_[entry.etag()] = slots_.size() - 1;

@@ -85,6 +85,21 @@ TEST_CASE("a good LFS blob is written under a temp name and committed as blobs/<
   CHECK((st.st_mode & 07777) == 0644);
 }
 
+TEST_CASE("a published_mode is applied before the blob becomes visible", "[cache][blob]") {
+  testing::TempDir dir;
+  BlobWriterOptions options;
+  options.published_mode = 0444;
+  auto w = BlobWriter::create(dir.path(), lfs_blob(kContent), options);
+  REQUIRE(w);
+  write_chunks(*w, kContent);
+  REQUIRE(w->finish());
+  auto path = w->commit();
+  REQUIRE(path);
+  struct stat st {};
+  REQUIRE(::stat(path->c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0444);
+}
+
 TEST_CASE("the blob mode honours the umask", "[cache][blob]") {
   testing::TempDir dir;
   const mode_t old_umask = ::umask(077);
