@@ -13,8 +13,8 @@
 #include <chrono>
 #include <iostream>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,8 +73,9 @@ int main(int argc, char** argv) {
       do {
         const auto t0 = Clock::now();
         auto client = reuse ? std::move(*kept) : kernelhub::client::Client::open(env, options);
-        auto got = client ? client->fetch(request) : kernelhub::Result<kernelhub::client::FetchedKernel>(
-                                                         kernelhub::fail(client.error()));
+        auto got = client ? client->fetch(request)
+                          : kernelhub::Result<kernelhub::client::FetchedKernel>(
+                                kernelhub::fail(client.error()));
         if (reuse) kept.emplace(std::move(client));
         const auto t1 = Clock::now();  // fds received; they close with `got`
         if (!got || got->files.empty() || !got->files.front().fd) {
@@ -88,7 +89,8 @@ int main(int argc, char** argv) {
       } while (!cold && Clock::now() < deadline);
     });
   }
-  deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  deadline = Clock::now() +
+             std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   const auto began = Clock::now();
   start.arrive_and_wait();
   for (auto& th : threads) th.join();
@@ -96,12 +98,9 @@ int main(int argc, char** argv) {
 
   std::vector<double> all;
   for (const auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
-  nlohmann::json out{{"clients", clients},
-                     {"requests", all.size()},
-                     {"errors", errors.load()},
-                     {"files_received", files.load()},
-                     {"seconds", elapsed},
-                     {"rps", static_cast<double>(all.size()) / elapsed}};
+  nlohmann::json out{{"clients", clients},      {"requests", all.size()},
+                     {"errors", errors.load()}, {"files_received", files.load()},
+                     {"seconds", elapsed},      {"rps", static_cast<double>(all.size()) / elapsed}};
   out["p50_us"] = percentile(all, 0.50);
   out["p99_us"] = percentile(all, 0.99);
   out["max_us"] = all.empty() ? 0.0 : *std::max_element(all.begin(), all.end());

@@ -59,8 +59,9 @@ Result<BlobWriter> BlobWriter::create(const std::filesystem::path& blobs_dir, Ex
   // The etag becomes a file name, and it came from the network.
   const std::size_t hex_len = expected.kind == DigestKind::sha256 ? 64 : 40;
   if (!trust::is_lower_hex(expected.etag, hex_len)) {
-    return fail(ErrorCode::malformed_response,
-                "etag '" + expected.etag.substr(0, 80) + "' is not a " + std::to_string(hex_len) + "-hex digest");
+    return fail(ErrorCode::malformed_response, "etag '" + expected.etag.substr(0, 80) +
+                                                   "' is not a " + std::to_string(hex_len) +
+                                                   "-hex digest");
   }
   auto state = std::make_unique<State>();
   state->blobs_dir = blobs_dir;
@@ -75,14 +76,16 @@ Result<BlobWriter> BlobWriter::create(const std::filesystem::path& blobs_dir, Ex
     state->temp.clear();
     return errno_error(err, "cannot create temp blob in", blobs_dir);
   }
-  if (state->expected.kind == DigestKind::git_sha1) state->hash.git_sha1.emplace(state->expected.size);
+  if (state->expected.kind == DigestKind::git_sha1)
+    state->hash.git_sha1.emplace(state->expected.size);
   state->start_trailing();
   return BlobWriter(std::move(state));
 }
 
 Result<void> BlobWriter::write(const char* data, std::size_t size) {
   State& s = *state_;
-  if (s.finished || !s.fd) return fail(ErrorCode::internal, "write after finish on " + s.temp.string());
+  if (s.finished || !s.fd)
+    return fail(ErrorCode::internal, "write after finish on " + s.temp.string());
   if (size > s.expected.size - s.written) {  // written <= expected.size always holds
     return fail(ErrorCode::too_large, "blob " + s.expected.etag + ": more than the expected " +
                                           std::to_string(s.expected.size) + " bytes");
@@ -109,7 +112,8 @@ std::uint64_t BlobWriter::bytes_written() const { return state_->written; }
 
 Result<void> BlobWriter::restart() {
   State& s = *state_;
-  if (s.finished || !s.fd) return fail(ErrorCode::internal, "restart after finish on " + s.temp.string());
+  if (s.finished || !s.fd)
+    return fail(ErrorCode::internal, "restart after finish on " + s.temp.string());
   s.trailing.reset();  // stop reading before the bytes go away
   if (::ftruncate(s.fd.get(), 0) != 0 || ::lseek(s.fd.get(), 0, SEEK_SET) != 0) {
     return errno_error(errno, "cannot truncate", s.temp);
@@ -158,7 +162,8 @@ Result<void> BlobWriter::finish() {
   if (s.written != s.expected.size || on_disk != s.expected.size) {
     const auto got = std::to_string(on_disk);
     s.discard();
-    return fail(ErrorCode::size_mismatch, "blob " + s.expected.etag + ": got " + got + " bytes, expected " +
+    return fail(ErrorCode::size_mismatch, "blob " + s.expected.etag + ": got " + got +
+                                              " bytes, expected " +
                                               std::to_string(s.expected.size));
   }
   if (s.trailing) {
@@ -174,7 +179,8 @@ Result<void> BlobWriter::finish() {
   const std::string actual = s.hash.git_sha1 ? s.hash.git_sha1->final_hex() : s.sha256_hex;
   if (actual != s.expected.etag) {
     s.discard();
-    return fail(ErrorCode::hash_mismatch, std::string("blob ") + s.expected.etag + ": content has " +
+    return fail(ErrorCode::hash_mismatch, std::string("blob ") + s.expected.etag +
+                                              ": content has " +
                                               (s.hash.git_sha1 ? "git sha1 " : "sha256 ") + actual +
                                               "; refusing to publish it");
   }
@@ -188,14 +194,16 @@ const ExpectedBlob& BlobWriter::expected() const { return state_->expected; }
 
 Result<std::filesystem::path> BlobWriter::commit() {
   State& s = *state_;
-  if (!s.finished) return fail(ErrorCode::internal, "commit before a successful finish of " + s.temp.string());
+  if (!s.finished)
+    return fail(ErrorCode::internal, "commit before a successful finish of " + s.temp.string());
   const auto final_path = s.blobs_dir / s.expected.etag;
   if (s.committed) return final_path;
   if (s.options.published_mode != 0 && ::fchmod(s.fd.get(), s.options.published_mode) != 0) {
     return errno_error(errno, "cannot set the mode of", s.temp);
   }
   // Replacing an existing blob is fine: same verified content, readers keep their inode.
-  if (::rename(s.temp.c_str(), final_path.c_str()) != 0) return errno_error(errno, "cannot publish", final_path);
+  if (::rename(s.temp.c_str(), final_path.c_str()) != 0)
+    return errno_error(errno, "cannot publish", final_path);
   s.committed = true;
   s.fd.reset();
   s.temp.clear();

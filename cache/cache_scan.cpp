@@ -31,7 +31,8 @@ std::optional<trust::RepoId> repo_from_folder(const std::string& folder) {
 
 // `<etag>.<8hex>.incomplete` (BlobWriter) or `<name>.<8hex>.tmp` (atomic writes, staged links).
 bool is_temp_name(std::string_view name) {
-  for (const std::string_view suffix : {std::string_view(".incomplete"), std::string_view(".tmp")}) {
+  for (const std::string_view suffix :
+       {std::string_view(".incomplete"), std::string_view(".tmp")}) {
     if (!name.ends_with(suffix)) continue;
     const auto stem = name.substr(0, name.size() - suffix.size());
     if (stem.size() < 10 || stem[stem.size() - 9] != '.') return false;
@@ -96,10 +97,12 @@ Result<std::vector<CachedRepo>> KernelCache::list() const {
     const fs::path blobs = it->path() / "blobs";
     for (fs::directory_iterator b(blobs, ec), bend; !ec && b != bend; b.increment(ec)) {
       const std::string name = b->path().filename().string();
-      if (trust::is_lower_hex(name, 40) || trust::is_lower_hex(name, 64)) repo.size_bytes += file_size_or_zero(b->path());
+      if (trust::is_lower_hex(name, 40) || trust::is_lower_hex(name, 64))
+        repo.size_bytes += file_size_or_zero(b->path());
     }
     const auto refs = read_refs(it->path() / "refs");
-    for (fs::directory_iterator s(it->path() / "snapshots", ec), send; !ec && s != send; s.increment(ec)) {
+    for (fs::directory_iterator s(it->path() / "snapshots", ec), send; !ec && s != send;
+         s.increment(ec)) {
       if (!s->is_directory(ec)) continue;
       CachedRevision rev = scan_revision(s->path(), blobs);
       if (const auto r = refs.find(rev.commit); r != refs.end()) rev.refs = r->second;
@@ -111,7 +114,8 @@ Result<std::vector<CachedRepo>> KernelCache::list() const {
               [](const CachedRevision& a, const CachedRevision& b) { return a.commit < b.commit; });
     repos.push_back(std::move(repo));
   }
-  std::sort(repos.begin(), repos.end(), [](const CachedRepo& a, const CachedRepo& b) { return a.repo < b.repo; });
+  std::sort(repos.begin(), repos.end(),
+            [](const CachedRepo& a, const CachedRepo& b) { return a.repo < b.repo; });
   return repos;
 }
 
@@ -124,8 +128,8 @@ std::size_t KernelCache::sweep_stale_temps(std::chrono::seconds age) const {
     // Every temp a crashed writer can leave: blob downloads in blobs/, atomic ref and
     // .no_exist writes, and snapshot symlinks staged next to their final name.
     std::error_code wec;
-    for (fs::recursive_directory_iterator w(it->path(), fs::directory_options::none, wec), wend; !wec && w != wend;
-         w.increment(wec)) {
+    for (fs::recursive_directory_iterator w(it->path(), fs::directory_options::none, wec), wend;
+         !wec && w != wend; w.increment(wec)) {
       const fs::path& path = w->path();
       std::error_code fec;
       if (w->is_directory(fec) && !w->is_symlink(fec)) continue;
@@ -133,7 +137,8 @@ std::size_t KernelCache::sweep_stale_temps(std::chrono::seconds age) const {
       // lstat: the age of a staged symlink is its own, not its target's.
       struct stat st {};
       if (::lstat(path.c_str(), &st) != 0) continue;
-      const auto mtime = fs::file_time_type::clock::from_sys(std::chrono::system_clock::from_time_t(st.st_mtime));
+      const auto mtime =
+          fs::file_time_type::clock::from_sys(std::chrono::system_clock::from_time_t(st.st_mtime));
       if (age.count() > 0 && mtime >= cutoff) continue;
       if (::unlink(path.c_str()) == 0) ++removed;
     }

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "trust/unique_fd.hpp"
 #include "trust/digest.hpp"
+#include "trust/unique_fd.hpp"
 
 namespace kernelhub::cache {
 
@@ -35,7 +35,8 @@ Result<void> fsync_dir(const std::filesystem::path& dir) {
   return ok();
 }
 
-Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                               unsigned mode) {
   const std::filesystem::path temp = path.string() + "." + random_suffix() + ".tmp";
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd) return errno_error(errno, "cannot create", temp);

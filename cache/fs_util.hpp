@@ -20,6 +20,7 @@ Unexpected errno_error(int err, std::string_view what, const std::filesystem::pa
 Result<void> fsync_dir(const std::filesystem::path& dir);
 
 // Writes `content` to `path` atomically: temp in the same dir, fsync, rename.
-Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content, unsigned mode = 0644);
+Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                               unsigned mode = 0644);
 
 }  // namespace kernelhub::cache

@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "cache/fs_util.hpp"
-#include "trust/unique_fd.hpp"
 #include "trust/digest.hpp"
 #include "trust/safe_path.hpp"
+#include "trust/unique_fd.hpp"
 
 namespace kernelhub::cache {
 
@@ -32,13 +32,16 @@ std::string folder_name(std::string_view type, const trust::RepoId& repo) {
 
 bool is_commit(std::string_view text) { return trust::is_lower_hex(text, 40); }
 
-bool is_etag(std::string_view text) { return trust::is_lower_hex(text, 40) || trust::is_lower_hex(text, 64); }
+bool is_etag(std::string_view text) {
+  return trust::is_lower_hex(text, 40) || trust::is_lower_hex(text, 64);
+}
 
 Result<void> make_dirs(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return fail(ec == std::errc::no_space_on_device ? ErrorCode::disk_full : ErrorCode::io,
-                      "cannot create " + dir.string() + ": " + ec.message());
+  if (ec)
+    return fail(ec == std::errc::no_space_on_device ? ErrorCode::disk_full : ErrorCode::io,
+                "cannot create " + dir.string() + ": " + ec.message());
   return ok();
 }
 
@@ -49,7 +52,8 @@ std::optional<std::string> read_ref_file(const fs::path& path) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(in.gcount()));
   // Other writers may add a newline; huggingface_hub itself does not.
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
+    text.pop_back();
   if (!is_commit(text)) return std::nullopt;
   return text;
 }
@@ -70,15 +74,21 @@ FileLock::~FileLock() {
 
 KernelCache::KernelCache(fs::path root) : root_(std::move(root)) {}
 
-fs::path KernelCache::repo_dir(const trust::RepoId& repo) const { return root_ / folder_name("kernels", repo); }
-fs::path KernelCache::blobs_dir(const trust::RepoId& repo) const { return repo_dir(repo) / "blobs"; }
+fs::path KernelCache::repo_dir(const trust::RepoId& repo) const {
+  return root_ / folder_name("kernels", repo);
+}
+fs::path KernelCache::blobs_dir(const trust::RepoId& repo) const {
+  return repo_dir(repo) / "blobs";
+}
 fs::path KernelCache::snapshot_dir(const trust::RepoId& repo, std::string_view commit) const {
   return repo_dir(repo) / "snapshots" / std::string(commit);
 }
 
-bool KernelCache::is_known_missing(const trust::RepoId& repo, std::string_view commit, std::string_view path) const {
+bool KernelCache::is_known_missing(const trust::RepoId& repo, std::string_view commit,
+                                   std::string_view path) const {
   std::error_code ec;
-  return fs::is_regular_file(repo_dir(repo) / ".no_exist" / std::string(commit) / std::string(path), ec);
+  return fs::is_regular_file(repo_dir(repo) / ".no_exist" / std::string(commit) / std::string(path),
+                             ec);
 }
 
 Result<void> KernelCache::mark_missing(const trust::RepoId& repo, std::string_view commit,
@@ -88,7 +98,9 @@ Result<void> KernelCache::mark_missing(const trust::RepoId& repo, std::string_vi
   const fs::path marker = repo_dir(repo) / ".no_exist" / std::string(commit) / *safe;
   std::error_code ec;
   fs::create_directories(marker.parent_path(), ec);
-  if (ec) return fail(ErrorCode::io, "cannot create " + marker.parent_path().string() + ": " + ec.message());
+  if (ec)
+    return fail(ErrorCode::io,
+                "cannot create " + marker.parent_path().string() + ": " + ec.message());
   return write_file_atomic(marker, "");
 }
 
@@ -104,13 +116,16 @@ Result<void> KernelCache::prepare_repo(const trust::RepoId& repo) const {
 bool KernelCache::has_blob(const trust::RepoId& repo, std::string_view etag) const {
   if (!is_etag(etag)) return false;
   std::error_code ec;
-  return fs::is_regular_file(blobs_dir(repo) / std::string(etag), ec);  // follows a shared-store symlink
+  return fs::is_regular_file(blobs_dir(repo) / std::string(etag),
+                             ec);  // follows a shared-store symlink
 }
 
-std::optional<std::string> KernelCache::read_ref(const trust::RepoId& repo, std::string_view ref) const {
+std::optional<std::string> KernelCache::read_ref(const trust::RepoId& repo,
+                                                 std::string_view ref) const {
   if (!trust::validate_repo_path(ref)) return std::nullopt;
   for (const char* type : {"kernels", "models"}) {
-    if (auto sha = read_ref_file(root_ / folder_name(type, repo) / "refs" / std::string(ref))) return sha;
+    if (auto sha = read_ref_file(root_ / folder_name(type, repo) / "refs" / std::string(ref)))
+      return sha;
   }
   return std::nullopt;
 }
@@ -123,7 +138,8 @@ std::vector<int> KernelCache::cached_versions(const trust::RepoId& repo) const {
     for (fs::directory_iterator it(refs, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
       if (name.size() < 2 || name.size() > 10 || name[0] != 'v') continue;
-      if (!std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+      if (!std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        continue;
       if (!read_ref_file(it->path())) continue;
       versions.push_back(std::stoi(name.substr(1)));
     }
@@ -133,14 +149,16 @@ std::vector<int> KernelCache::cached_versions(const trust::RepoId& repo) const {
   return versions;
 }
 
-Result<void> KernelCache::write_ref(const trust::RepoId& repo, std::string_view ref, std::string_view commit) const {
+Result<void> KernelCache::write_ref(const trust::RepoId& repo, std::string_view ref,
+                                    std::string_view commit) const {
   KH_TRY(trust::validate_repo_path(ref));
   if (!is_commit(commit)) {
     return fail(ErrorCode::invalid_argument, "ref target '" + trust::sanitize_for_message(commit) +
                                                  "' is not a 40-hex commit sha");
   }
   const fs::path path = repo_dir(repo) / "refs" / std::string(ref);
-  if (read_ref_file(path) == std::string(commit)) return ok();  // unchanged: read-only caches stay usable
+  if (read_ref_file(path) == std::string(commit))
+    return ok();  // unchanged: read-only caches stay usable
   KH_TRY(make_dirs(path.parent_path()));
   return write_file_atomic(path, commit);
 }
@@ -148,25 +166,29 @@ Result<void> KernelCache::write_ref(const trust::RepoId& repo, std::string_view 
 Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_view commit,
                                         const std::vector<SnapshotFile>& files) const {
   if (!is_commit(commit)) {
-    return fail(ErrorCode::invalid_argument,
-                "snapshot commit '" + trust::sanitize_for_message(commit) + "' is not a 40-hex sha");
+    return fail(
+        ErrorCode::invalid_argument,
+        "snapshot commit '" + trust::sanitize_for_message(commit) + "' is not a 40-hex sha");
   }
   const fs::path snapshot = snapshot_dir(repo, commit);
   for (const auto& file : files) {
     KH_TRY(trust::validate_repo_path(file.path));
     if (!has_blob(repo, file.etag)) {
-      return fail(ErrorCode::entry_not_found, "blob " + trust::sanitize_for_message(file.etag) + " for '" +
-                                                  file.path + "' is not in the cache");
+      return fail(ErrorCode::entry_not_found, "blob " + trust::sanitize_for_message(file.etag) +
+                                                  " for '" + file.path + "' is not in the cache");
     }
     // snapshots/<sha>/<a>/<b>/f -> ../../../../blobs/<etag>: two levels plus one per '/'.
     std::string target;
-    for (auto n = 2 + std::count(file.path.begin(), file.path.end(), '/'); n > 0; --n) target += "../";
+    for (auto n = 2 + std::count(file.path.begin(), file.path.end(), '/'); n > 0; --n)
+      target += "../";
     target += "blobs/" + file.etag;
     const fs::path link = snapshot / file.path;
     KH_TRY(make_dirs(link.parent_path()));
     // A temp link renamed over the final name: readers see the old or the new link, never none.
-    const fs::path temp = link.parent_path() / ("." + link.filename().string() + "." + random_suffix() + ".tmp");
-    if (::symlink(target.c_str(), temp.c_str()) != 0) return errno_error(errno, "cannot create symlink", temp);
+    const fs::path temp =
+        link.parent_path() / ("." + link.filename().string() + "." + random_suffix() + ".tmp");
+    if (::symlink(target.c_str(), temp.c_str()) != 0)
+      return errno_error(errno, "cannot create symlink", temp);
     if (::rename(temp.c_str(), link.c_str()) != 0) {
       const int err = errno;
       ::unlink(temp.c_str());
@@ -179,14 +201,16 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
 Result<FileLock> KernelCache::lock(const trust::RepoId& repo, std::string_view name) const {
   KH_TRY(trust::validate_repo_path(name));
   if (name.find('/') != std::string_view::npos) {
-    return fail(ErrorCode::invalid_argument, "lock name '" + std::string(name) + "' must not contain '/'");
+    return fail(ErrorCode::invalid_argument,
+                "lock name '" + std::string(name) + "' must not contain '/'");
   }
   const fs::path dir = root_ / ".locks" / folder_name("kernels", repo);
   KH_TRY(make_dirs(dir));
   const fs::path path = dir / (std::string(name) + ".lock");
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664));
   if (!fd) return errno_error(errno, "cannot open lock", path);
-  ::fchmod(fd.get(), 0664);  // like filelock: shared with other users of the cache; failure is harmless
+  ::fchmod(fd.get(),
+           0664);  // like filelock: shared with other users of the cache; failure is harmless
   while (::flock(fd.get(), LOCK_EX) != 0) {
     if (errno != EINTR) return errno_error(errno, "cannot lock", path);
   }

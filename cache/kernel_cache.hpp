@@ -80,7 +80,8 @@ class KernelCache {
   // All refs/v<N> branches that exist in the cache (offline version lookup).
   std::vector<int> cached_versions(const trust::RepoId& repo) const;
   // Atomic (temp + rename), no trailing newline. Written last, after the snapshot.
-  Result<void> write_ref(const trust::RepoId& repo, std::string_view ref, std::string_view commit) const;
+  Result<void> write_ref(const trust::RepoId& repo, std::string_view ref,
+                         std::string_view commit) const;
 
   // Creates snapshots/<commit>/<path> -> relative symlink to ../../blobs/<etag> for each
   // file, each replaced atomically (temp symlink + rename). Every blob must exist.
@@ -89,8 +90,10 @@ class KernelCache {
 
   // huggingface_hub's `.no_exist/<commit>/<path>` markers: the Hub said this optional file
   // does not exist at this commit. Commits are immutable, so the answer holds for good.
-  bool is_known_missing(const trust::RepoId& repo, std::string_view commit, std::string_view path) const;
-  Result<void> mark_missing(const trust::RepoId& repo, std::string_view commit, std::string_view path) const;
+  bool is_known_missing(const trust::RepoId& repo, std::string_view commit,
+                        std::string_view path) const;
+  Result<void> mark_missing(const trust::RepoId& repo, std::string_view commit,
+                            std::string_view path) const;
 
   Result<FileLock> lock(const trust::RepoId& repo, std::string_view name) const;
 

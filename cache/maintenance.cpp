@@ -25,7 +25,9 @@ namespace {
 
 constexpr std::string_view kPrefix = "kernels--";
 
-bool is_blob_name(std::string_view name) { return trust::is_lower_hex(name, 64) || trust::is_lower_hex(name, 40); }
+bool is_blob_name(std::string_view name) {
+  return trust::is_lower_hex(name, 64) || trust::is_lower_hex(name, 40);
+}
 
 std::optional<trust::RepoId> repo_of_folder(std::string_view folder) {
   if (!folder.starts_with(kPrefix)) return std::nullopt;
@@ -80,9 +82,12 @@ Result<std::string> hash_blob(int fd, std::string_view name, std::uint64_t size)
   for (;;) {
     const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), offset);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(ErrorCode::io, "cannot read blob " + std::string(name) + ": " + std::strerror(errno));
+    if (n < 0)
+      return fail(ErrorCode::io,
+                  "cannot read blob " + std::string(name) + ": " + std::strerror(errno));
     if (n == 0) break;
-    sha256 ? sha.update(buffer.data(), static_cast<std::size_t>(n)) : git.update(buffer.data(), static_cast<std::size_t>(n));
+    sha256 ? sha.update(buffer.data(), static_cast<std::size_t>(n))
+           : git.update(buffer.data(), static_cast<std::size_t>(n));
     offset += n;
   }
   return sha256 ? sha.final_hex() : git.final_hex();
@@ -120,7 +125,8 @@ std::set<std::string> referenced_commits(const fs::path& refs_dir) {
 std::set<std::string> linked_blobs(const fs::path& snapshots_dir) {
   std::set<std::string> out;
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(snapshots_dir, ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::recursive_directory_iterator it(snapshots_dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
     if (!it->is_symlink(ec)) continue;
     const fs::path target = fs::read_symlink(it->path(), ec);
     if (!ec && target.parent_path().filename() == "blobs") out.insert(target.filename().string());
@@ -138,7 +144,8 @@ Result<VerifyReport> verify_cache(const KernelCache& cache, std::optional<trust:
     if (errno == ENOENT) return report;  // nothing cached yet
     return errno_error(errno, "cannot open cache root", cache.root());
   }
-  std::vector<trust::RepoId> repos = only ? std::vector<trust::RepoId>{*only} : cached_repos(cache.root());
+  std::vector<trust::RepoId> repos =
+      only ? std::vector<trust::RepoId>{*only} : cached_repos(cache.root());
   for (const auto& repo : repos) {
     const std::string folder = cache.repo_dir(repo).filename().string();
     UniqueFd repo_fd = open_dir_at(root.get(), folder.c_str());
@@ -164,11 +171,13 @@ Result<GcReport> collect_garbage(const KernelCache& cache) {
   for (const auto& repo : cached_repos(cache.root())) {
     const fs::path dir = cache.repo_dir(repo);
     const auto keep = referenced_commits(dir / "refs");
-    for (fs::directory_iterator it(dir / "snapshots", ec), end; !ec && it != end; it.increment(ec)) {
+    for (fs::directory_iterator it(dir / "snapshots", ec), end; !ec && it != end;
+         it.increment(ec)) {
       if (keep.contains(it->path().filename().string())) continue;
       std::error_code rec;
       fs::remove_all(it->path(), rec);  // removes symlinks themselves, never their targets
-      if (rec) return fail(ErrorCode::io, "cannot remove " + it->path().string() + ": " + rec.message());
+      if (rec)
+        return fail(ErrorCode::io, "cannot remove " + it->path().string() + ": " + rec.message());
       ++report.removed_snapshots;
     }
     ec.clear();
@@ -179,7 +188,8 @@ Result<GcReport> collect_garbage(const KernelCache& cache) {
       if (!is_blob_name(name) || linked.contains(name)) continue;
       struct stat st {};
       if (::fstatat(blobs.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      if (::unlinkat(blobs.get(), name.c_str(), 0) != 0) return errno_error(errno, "cannot remove blob", dir / "blobs" / name);
+      if (::unlinkat(blobs.get(), name.c_str(), 0) != 0)
+        return errno_error(errno, "cannot remove blob", dir / "blobs" / name);
       ++report.removed_blobs;
       if (S_ISREG(st.st_mode)) report.freed_bytes += static_cast<std::uint64_t>(st.st_size);
     }

@@ -29,7 +29,8 @@ struct VerifyReport {
 // Re-hashes every blob by its name (64 hex: sha256 of the content; 40 hex: git blob sha1)
 // in every repo, or only in `only`. Corrupt blobs are removed so the next fetch
 // downloads them again; snapshot symlinks to them dangle until then.
-Result<VerifyReport> verify_cache(const KernelCache& cache, std::optional<trust::RepoId> only = std::nullopt);
+Result<VerifyReport> verify_cache(const KernelCache& cache,
+                                  std::optional<trust::RepoId> only = std::nullopt);
 
 struct GcReport {
   std::size_t removed_snapshots = 0;

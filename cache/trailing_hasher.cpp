@@ -61,7 +61,8 @@ void TrailingHasher::stop(bool abandon) {
 bool TrailingHasher::hash_span(std::uint64_t from, std::uint64_t to, std::vector<char>& buf) {
   // Mapped, the bytes are hashed straight from the page cache: no copy.
   if (from % kAlign == 0) {
-    void* map = ::mmap(nullptr, to - from, PROT_READ, MAP_SHARED | MAP_POPULATE, fd_, static_cast<off_t>(from));
+    void* map = ::mmap(nullptr, to - from, PROT_READ, MAP_SHARED | MAP_POPULATE, fd_,
+                       static_cast<off_t>(from));
     if (map != MAP_FAILED) {
       hash_.update(map, to - from);
       ::munmap(map, to - from);
@@ -69,7 +70,8 @@ bool TrailingHasher::hash_span(std::uint64_t from, std::uint64_t to, std::vector
     }
   }
   while (from < to) {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), to - from));
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), to - from));
     const ssize_t n = ::pread(fd_, buf.data(), want, static_cast<off_t>(from));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {  // 0: the file is shorter than what was written to it
@@ -101,8 +103,8 @@ void TrailingHasher::run() {
       hashed = end;
       if (hashed - written_back >= kWritebackStep) {
         // Best effort: a failure here resurfaces in the final fsync.
-        ::sync_file_range(fd_, static_cast<off_t>(written_back), static_cast<off_t>(hashed - written_back),
-                          SYNC_FILE_RANGE_WRITE);
+        ::sync_file_range(fd_, static_cast<off_t>(written_back),
+                          static_cast<off_t>(hashed - written_back), SYNC_FILE_RANGE_WRITE);
         written_back = hashed;
       }
     }

@@ -45,11 +45,11 @@ class TrailingHasher {
   BlobHash& hash_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::uint64_t available_ = 0;  // guarded by mutex_
-  bool closing_ = false;         // guarded by mutex_
+  std::uint64_t available_ = 0;        // guarded by mutex_
+  bool closing_ = false;               // guarded by mutex_
   std::atomic<bool> abandon_ = false;  // set under mutex_, polled while hashing
-  std::uint64_t notified_ = 0;   // writer thread only
-  std::optional<Error> error_;   // written by the thread, read after join
+  std::uint64_t notified_ = 0;         // writer thread only
+  std::optional<Error> error_;         // written by the thread, read after join
   std::thread thread_;
 };
 

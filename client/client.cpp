@@ -21,7 +21,8 @@ std::filesystem::path socket_path(const trust::Environment& env, const ClientOpt
 Result<Client> Client::open(const trust::Environment& env, ClientOptions options) {
   const bool require = options.require_daemon || env.is_true("KERNELHUB_REQUIRE_DAEMON");
   if (options.embedded_only && require) {
-    return fail(ErrorCode::invalid_argument, "embedded mode was asked for while a daemon is required");
+    return fail(ErrorCode::invalid_argument,
+                "embedded mode was asked for while a daemon is required");
   }
   if (!options.embedded_only) {
     const auto socket = socket_path(env, options);
@@ -31,9 +32,10 @@ Result<Client> Client::open(const trust::Environment& env, ClientOptions options
       return Client(std::make_unique<Impl>(Impl{std::move(**connection), env}));
     }
     if (require) {
-      return fail(ErrorCode::network, "no kernelhubd is listening on " + socket.string() +
-                                          ", and a daemon is required (KERNELHUB_REQUIRE_DAEMON=1 or "
-                                          "--require-daemon); start kernelhubd or set KERNELHUB_SOCKET");
+      return fail(ErrorCode::network,
+                  "no kernelhubd is listening on " + socket.string() +
+                      ", and a daemon is required (KERNELHUB_REQUIRE_DAEMON=1 or "
+                      "--require-daemon); start kernelhubd or set KERNELHUB_SOCKET");
     }
   }
   return Client(std::make_unique<Impl>(Impl{EmbeddedBackend(env, options), env}));
@@ -47,18 +49,21 @@ Client::~Client() = default;
 bool Client::via_daemon() const { return std::holds_alternative<DaemonConnection>(impl_->backend); }
 
 std::string Client::where() const {
-  if (const auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) return daemon->socket().string();
+  if (const auto* daemon = std::get_if<DaemonConnection>(&impl_->backend))
+    return daemon->socket().string();
   return std::get<EmbeddedBackend>(impl_->backend).cache().root().string();
 }
 
-Result<FetchedKernel> Client::fetch(const hub::FetchRequest& request, hub::ProgressCallback progress) {
+Result<FetchedKernel> Client::fetch(const hub::FetchRequest& request,
+                                    hub::ProgressCallback progress) {
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
     return daemon->fetch(request, impl_->env, progress, /*hand_out=*/true);
   }
   return std::get<EmbeddedBackend>(impl_->backend).fetch(request, progress, /*hand_out=*/true);
 }
 
-Result<FetchedKernel> Client::prefetch(const hub::FetchRequest& request, hub::ProgressCallback progress) {
+Result<FetchedKernel> Client::prefetch(const hub::FetchRequest& request,
+                                       hub::ProgressCallback progress) {
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
     return daemon->fetch(request, impl_->env, progress, /*hand_out=*/false);
   }
@@ -75,7 +80,8 @@ Result<nlohmann::json> Client::status() {
 }
 
 Result<nlohmann::json> Client::ls() {
-  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) return daemon->call(proto::LsRequest{});
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend))
+    return daemon->call(proto::LsRequest{});
   return std::get<EmbeddedBackend>(impl_->backend).ls();
 }
 
@@ -89,7 +95,8 @@ Result<nlohmann::json> Client::verify(std::optional<trust::RepoId> repo) {
 }
 
 Result<nlohmann::json> Client::gc() {
-  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) return daemon->call(proto::GcRequest{});
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend))
+    return daemon->call(proto::GcRequest{});
   return std::get<EmbeddedBackend>(impl_->backend).gc();
 }
 

@@ -19,13 +19,15 @@ Error protocol_failure(const std::filesystem::path& socket, const std::string& w
 // The trust-relevant variables a daemon applies to this client's request.
 std::map<std::string, std::string> trust_env(const trust::Environment& env) {
   std::map<std::string, std::string> out;
-  for (const char* name : {"DIFFUSERS_TRUST_REMOTE_KERNELS", "DIFFUSERS_DISABLE_REMOTE_CODE", "HF_HUB_OFFLINE"}) {
+  for (const char* name :
+       {"DIFFUSERS_TRUST_REMOTE_KERNELS", "DIFFUSERS_DISABLE_REMOTE_CODE", "HF_HUB_OFFLINE"}) {
     out[name] = env.get(name).value_or("");
   }
   return out;
 }
 
-proto::FetchRequest fetch_message(const hub::FetchRequest& request, const trust::Environment& env, bool hand_out) {
+proto::FetchRequest fetch_message(const hub::FetchRequest& request, const trust::Environment& env,
+                                  bool hand_out) {
   proto::FetchRequest m;
   m.prefetch = !hand_out;
   m.repo = request.repo.str();
@@ -63,13 +65,14 @@ std::optional<proto::RequestId> id_of(const proto::Message& message) {
 DaemonConnection::DaemonConnection(std::filesystem::path socket, UniqueFd fd)
     : socket_(std::move(socket)), fd_(std::move(fd)), reader_(fd_.get()) {}
 
-Result<std::optional<DaemonConnection>> DaemonConnection::connect(const std::filesystem::path& socket,
-                                                                   bool pipelined) {
+Result<std::optional<DaemonConnection>> DaemonConnection::connect(
+    const std::filesystem::path& socket, bool pipelined) {
   auto fd = proto::connect_unix(socket);
   if (!fd) {
     // network: no socket file, or a stale one nobody listens on, so no daemon on this host.
     if (fd.error().code == ErrorCode::network) return std::optional<DaemonConnection>{};
-    return fail(fd.error().code, "cannot connect to kernelhubd on " + socket.string() + ": " + fd.error().message);
+    return fail(fd.error().code,
+                "cannot connect to kernelhubd on " + socket.string() + ": " + fd.error().message);
   }
   DaemonConnection connection(socket, std::move(*fd));
   KH_TRY(connection.send_hello());
@@ -79,7 +82,8 @@ Result<std::optional<DaemonConnection>> DaemonConnection::connect(const std::fil
 
 Result<void> DaemonConnection::send_hello() {
   proto::Hello hello;
-  hello.capabilities = {std::string(proto::kCapabilityFds), std::string(proto::kCapabilityProgress)};
+  hello.capabilities = {std::string(proto::kCapabilityFds),
+                        std::string(proto::kCapabilityProgress)};
   hello.client = kClientName;
   KH_TRY(proto::send_frame(fd_.get(), proto::to_json(hello)));
   hello_pending_ = true;
@@ -95,13 +99,15 @@ Result<void> DaemonConnection::read_hello_reply() {
   if (!reply) return fail(protocol_failure(socket_, "bad hello: " + reply.error().message));
   if (const auto* error = std::get_if<proto::ErrorReply>(&*reply)) {
     auto refused = proto::to_error(*error);
-    refused.message = "kernelhubd on " + socket_.string() + " refused the handshake: " + refused.message;
+    refused.message =
+        "kernelhubd on " + socket_.string() + " refused the handshake: " + refused.message;
     return fail(std::move(refused));
   }
   const auto* answer = std::get_if<proto::Hello>(&*reply);
   if (!answer) return fail(protocol_failure(socket_, "the first reply is not a hello"));
   if (answer->protocol < 1 || answer->protocol > proto::kProtocolVersion) {
-    return fail(protocol_failure(socket_, "answered with protocol " + std::to_string(answer->protocol)));
+    return fail(
+        protocol_failure(socket_, "answered with protocol " + std::to_string(answer->protocol)));
   }
   return ok();
 }
@@ -118,15 +124,20 @@ Result<DaemonConnection::Reply> DaemonConnection::exchange(nlohmann::json reques
   for (;;) {
     auto frame = reader_.read();
     if (!frame) return fail(frame.error());
-    if (!*frame) return fail(ErrorCode::network, "kernelhubd on " + socket_.string() + " closed the connection");
+    if (!*frame)
+      return fail(ErrorCode::network,
+                  "kernelhubd on " + socket_.string() + " closed the connection");
     auto message = proto::parse_message((*frame)->message, proto::Sender::daemon);
     if (!message) return fail(protocol_failure(socket_, "bad reply: " + message.error().message));
-    // An error without an id ends the connection (docs/protocol.md); one with ours ends the request.
-    if (const auto* error = std::get_if<proto::ErrorReply>(&*message); error && (!error->id || *error->id == id)) {
+    // An error without an id ends the connection (docs/protocol.md); one with ours ends the
+    // request.
+    if (const auto* error = std::get_if<proto::ErrorReply>(&*message);
+        error && (!error->id || *error->id == id)) {
       return fail(proto::to_error(*error));
     }
     if (id_of(*message) != id) {
-      return fail(protocol_failure(socket_, "unexpected '" + std::string(proto::type_name(*message)) + "' frame"));
+      return fail(protocol_failure(
+          socket_, "unexpected '" + std::string(proto::type_name(*message)) + "' frame"));
     }
     if (const auto* p = std::get_if<proto::Progress>(&*message)) {
       if (progress) progress(progress_from(*p));
@@ -137,7 +148,8 @@ Result<DaemonConnection::Reply> DaemonConnection::exchange(nlohmann::json reques
 }
 
 Result<nlohmann::json> DaemonConnection::call(const proto::Message& request) {
-  const auto expected = std::string(proto::type_name(request)) == "verify" ? "verified" : proto::type_name(request);
+  const auto expected =
+      std::string(proto::type_name(request)) == "verify" ? "verified" : proto::type_name(request);
   auto reply = exchange(proto::to_json(request), {});
   if (!reply) return fail(reply.error());
   if (proto::type_name(reply->message) != expected) {
@@ -150,19 +162,28 @@ Result<nlohmann::json> DaemonConnection::call(const proto::Message& request) {
   return json;
 }
 
-Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request, const trust::Environment& env,
-                                              const hub::ProgressCallback& progress, bool hand_out) {
+Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request,
+                                              const trust::Environment& env,
+                                              const hub::ProgressCallback& progress,
+                                              bool hand_out) {
   auto reply = exchange(proto::to_json(fetch_message(request, env, hand_out)), progress);
   if (!reply) return fail(reply.error());
   auto* fetched = std::get_if<proto::Fetched>(&reply->message);
   if (!fetched) {
-    return fail(protocol_failure(socket_, "expected 'fetched', got '" + std::string(proto::type_name(reply->message)) + "'"));
+    return fail(protocol_failure(socket_, "expected 'fetched', got '" +
+                                              std::string(proto::type_name(reply->message)) + "'"));
   }
   auto repo = trust::RepoId::parse(fetched->repo);
-  if (!repo || *repo != request.repo) return fail(protocol_failure(socket_, "fetched another repo: " + fetched->repo));
+  if (!repo || *repo != request.repo)
+    return fail(protocol_failure(socket_, "fetched another repo: " + fetched->repo));
 
-  FetchedKernel kernel{*repo,           fetched->commit,      fetched->variants, fetched->snapshot_path,
-                       fetched->from_cache, /*via_daemon=*/true, {}};
+  FetchedKernel kernel{*repo,
+                       fetched->commit,
+                       fetched->variants,
+                       fetched->snapshot_path,
+                       fetched->from_cache,
+                       /*via_daemon=*/true,
+                       {}};
   for (auto& file : fetched->files) {
     HandedFile handed{std::move(file.path), file.size, std::move(file.sha256), {}};
     if (hand_out) {

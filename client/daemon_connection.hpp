@@ -23,7 +23,8 @@ class DaemonConnection {
   // nullopt when nobody listens (no socket file, or connection refused): the caller may fall
   // back to embedded mode. An error when something answered but the handshake failed.
   // `pipelined`: send hello without waiting; its reply is checked before the first request's.
-  static Result<std::optional<DaemonConnection>> connect(const std::filesystem::path& socket, bool pipelined = false);
+  static Result<std::optional<DaemonConnection>> connect(const std::filesystem::path& socket,
+                                                         bool pipelined = false);
 
   const std::filesystem::path& socket() const { return socket_; }
 

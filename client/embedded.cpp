@@ -8,7 +8,8 @@
 namespace kernelhub::client {
 
 namespace {
-std::optional<std::filesystem::path> policy_file_of(const trust::Environment& env, const ClientOptions& options) {
+std::optional<std::filesystem::path> policy_file_of(const trust::Environment& env,
+                                                    const ClientOptions& options) {
   if (options.policy_file) return options.policy_file;
   if (auto from_env = env.get("KERNELHUB_POLICY")) return std::filesystem::path(*from_env);
   return std::nullopt;
@@ -25,24 +26,31 @@ Result<trust::AdminPolicy> EmbeddedBackend::load_policy() const {
   return trust::load_policy_file(*policy_file_);
 }
 
-Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request, const hub::ProgressCallback& progress,
-                                             bool hand_out) {
+Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request,
+                                             const hub::ProgressCallback& progress, bool hand_out) {
   auto policy = load_policy();
   if (!policy) return fail(policy.error());
   const auto config = hub::HubConfig::from(env_);
   hub::CurlHttpClient http(config);
-  hub::Fetcher fetcher(config, http, cache_, std::move(*policy), trust::TrustEnvironment::from(env_), env_);
+  hub::Fetcher fetcher(config, http, cache_, std::move(*policy),
+                       trust::TrustEnvironment::from(env_), env_);
   auto result = fetcher.fetch(request, progress);
   if (!result) return fail(result.error());
 
-  FetchedKernel kernel{result->repo, result->commit, result->variants, result->snapshot_path,
-                       result->from_cache, /*via_daemon=*/false, {}};
+  FetchedKernel kernel{result->repo,
+                       result->commit,
+                       result->variants,
+                       result->snapshot_path,
+                       result->from_cache,
+                       /*via_daemon=*/false,
+                       {}};
   if (hand_out) {
     auto files = open_fetched_files(cache_, *result);
     if (!files) return fail(files.error());
     kernel.files = std::move(*files);
   } else {
-    for (const auto& file : result->files) kernel.files.push_back(HandedFile{file.path, file.size, file.sha256, {}});
+    for (const auto& file : result->files)
+      kernel.files.push_back(HandedFile{file.path, file.size, file.sha256, {}});
   }
   return kernel;
 }
@@ -56,8 +64,10 @@ nlohmann::json repos_to_json(const std::vector<cache::CachedRepo>& repos) {
   for (const auto& repo : repos) {
     auto revisions = nlohmann::json::array();
     for (const auto& rev : repo.revisions) {
-      revisions.push_back(
-          {{"commit", rev.commit}, {"refs", rev.refs}, {"variants", rev.variants}, {"size_bytes", rev.size_bytes}});
+      revisions.push_back({{"commit", rev.commit},
+                           {"refs", rev.refs},
+                           {"variants", rev.variants},
+                           {"size_bytes", rev.size_bytes}});
     }
     list.push_back({{"repo", repo.repo.str()},
                     {"path", repo.path.string()},

@@ -27,7 +27,8 @@ bool is_plain_name(std::string_view name) {
 
 Result<UniqueFd> open_beneath(int dir_fd, std::string_view name) {
   if (!is_plain_name(name)) {
-    return fail(ErrorCode::unsafe_path, "refusing blob name '" + trust::sanitize_for_message(name) + "'");
+    return fail(ErrorCode::unsafe_path,
+                "refusing blob name '" + trust::sanitize_for_message(name) + "'");
   }
   const std::string component(name);
   open_how how{};
@@ -48,23 +49,28 @@ Result<UniqueFd> open_beneath(int dir_fd, std::string_view name) {
 
 Result<void> check_handed_fd(int fd, std::uint64_t expected_size, std::string_view what) {
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return fail(ErrorCode::io, "fstat " + std::string(what) + ": " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) return fail(ErrorCode::unsafe_path, std::string(what) + " is not a regular file");
+  if (::fstat(fd, &st) != 0)
+    return fail(ErrorCode::io, "fstat " + std::string(what) + ": " + errno_text(errno));
+  if (!S_ISREG(st.st_mode))
+    return fail(ErrorCode::unsafe_path, std::string(what) + " is not a regular file");
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || (flags & O_ACCMODE) != O_RDONLY) {
     return fail(ErrorCode::unsafe_path, std::string(what) + " was not handed out read-only");
   }
   if (static_cast<std::uint64_t>(st.st_size) != expected_size) {
     return fail(ErrorCode::size_mismatch, std::string(what) + " has " + std::to_string(st.st_size) +
-                                              " bytes, the manifest says " + std::to_string(expected_size));
+                                              " bytes, the manifest says " +
+                                              std::to_string(expected_size));
   }
   return ok();
 }
 
-Result<std::vector<HandedFile>> open_fetched_files(const cache::KernelCache& cache, const hub::FetchResult& result) {
+Result<std::vector<HandedFile>> open_fetched_files(const cache::KernelCache& cache,
+                                                   const hub::FetchResult& result) {
   const auto blobs = cache.blobs_dir(result.repo);
   const UniqueFd blobs_fd(::open(blobs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!blobs_fd) return fail(ErrorCode::io, "cannot open " + blobs.string() + ": " + errno_text(errno));
+  if (!blobs_fd)
+    return fail(ErrorCode::io, "cannot open " + blobs.string() + ": " + errno_text(errno));
 
   std::vector<HandedFile> files;
   files.reserve(result.files.size());
@@ -72,11 +78,14 @@ Result<std::vector<HandedFile>> open_fetched_files(const cache::KernelCache& cac
     std::error_code ec;
     const auto link = result.snapshot_path / file.path;
     const auto target = std::filesystem::read_symlink(link, ec);
-    if (ec) return fail(ErrorCode::io, "cannot read snapshot link " + link.string() + ": " + ec.message());
+    if (ec)
+      return fail(ErrorCode::io,
+                  "cannot read snapshot link " + link.string() + ": " + ec.message());
     const auto blob = target.filename().string();
     // The snapshot and the verified manifest must name the same blob.
     if (!file.etag.empty() && blob != file.etag) {
-      return fail(ErrorCode::unsafe_path, link.string() + " points at " + blob + ", expected " + file.etag);
+      return fail(ErrorCode::unsafe_path,
+                  link.string() + " points at " + blob + ", expected " + file.etag);
     }
     auto fd = open_beneath(blobs_fd.get(), blob);
     if (!fd) return fail(fd.error());

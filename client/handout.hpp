@@ -24,6 +24,7 @@ Result<void> check_handed_fd(int fd, std::uint64_t expected_size, std::string_vi
 
 // Embedded hand-out: for each file of `result`, reads the snapshot symlink's target name
 // and opens blobs/<that name> beneath the repo's blobs/ directory.
-Result<std::vector<HandedFile>> open_fetched_files(const cache::KernelCache& cache, const hub::FetchResult& result);
+Result<std::vector<HandedFile>> open_fetched_files(const cache::KernelCache& cache,
+                                                   const hub::FetchResult& result);
 
 }  // namespace kernelhub::client

@@ -26,10 +26,14 @@ nlohmann::json ls_json(const std::vector<cache::CachedRepo>& repos) {
   for (const auto& repo : repos) {
     auto revisions = nlohmann::json::array();
     for (const auto& rev : repo.revisions) {
-      revisions.push_back({{"commit", rev.commit}, {"refs", rev.refs}, {"variants", rev.variants},
+      revisions.push_back({{"commit", rev.commit},
+                           {"refs", rev.refs},
+                           {"variants", rev.variants},
                            {"size_bytes", rev.size_bytes}});
     }
-    out.push_back({{"repo", repo.repo.str()}, {"path", repo.path.string()}, {"size_bytes", repo.size_bytes},
+    out.push_back({{"repo", repo.repo.str()},
+                   {"path", repo.path.string()},
+                   {"size_bytes", repo.size_bytes},
                    {"revisions", std::move(revisions)}});
   }
   return out;
@@ -73,7 +77,8 @@ class Session {
     auto out = ctx_.service.fetch(request, fds_, sink);
     if (!out) return error(out.error(), request.id);
     std::vector<int> raw(out->fds.size());
-    std::transform(out->fds.begin(), out->fds.end(), raw.begin(), [](const UniqueFd& fd) { return fd.get(); });
+    std::transform(out->fds.begin(), out->fds.end(), raw.begin(),
+                   [](const UniqueFd& fd) { return fd.get(); });
     return reply(proto::to_json(out->reply), raw);  // our copies close when `out` goes
   }
 
@@ -83,10 +88,11 @@ class Session {
     status.id = request.id;
     status.daemon = std::string(kDaemonName);
     status.pid = ::getpid();
-    status.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count();
+    status.uptime_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count();
     status.cache_root = ctx_.cache_root;
-    status.counters = {c.requests, c.hits, c.misses, c.bytes_downloaded, c.upstream_requests,
-                       c.errors, c.connections, c.active_connections};
+    status.counters = {c.requests,          c.hits,   c.misses,      c.bytes_downloaded,
+                       c.upstream_requests, c.errors, c.connections, c.active_connections};
     return reply(proto::to_json(status));
   }
 
@@ -114,8 +120,8 @@ class Session {
   bool on(const proto::GcRequest& request) {
     auto report = ctx_.service.gc();
     if (!report) return error(report.error(), request.id);
-    return reply(proto::to_json(
-        proto::GcReply{request.id, report->removed_snapshots, report->removed_blobs, report->freed_bytes}));
+    return reply(proto::to_json(proto::GcReply{request.id, report->removed_snapshots,
+                                               report->removed_blobs, report->freed_bytes}));
   }
 
   bool on(const proto::Hello&) {
@@ -137,7 +143,8 @@ class Session {
 };
 
 // The handshake; nullopt when the connection is to be closed.
-std::optional<proto::Negotiated> handshake(int fd, proto::FrameReader& reader, ConnectionContext& ctx) {
+std::optional<proto::Negotiated> handshake(int fd, proto::FrameReader& reader,
+                                           ConnectionContext& ctx) {
   auto frame = reader.read(std::chrono::milliseconds(kHelloTimeout));
   if (!frame) {
     send_error(fd, ctx.counters, frame.error());
@@ -151,19 +158,22 @@ std::optional<proto::Negotiated> handshake(int fd, proto::FrameReader& reader, C
                proto::request_id_of((*frame)->message));
     return std::nullopt;
   }
-  auto negotiated = proto::negotiate(*hello, proto::kProtocolVersion, proto::kProtocolVersion, kCapabilities);
+  auto negotiated =
+      proto::negotiate(*hello, proto::kProtocolVersion, proto::kProtocolVersion, kCapabilities);
   if (!negotiated) {
     send_error(fd, ctx.counters, negotiated.error());
     return std::nullopt;
   }
-  proto::Hello reply{negotiated->protocol, negotiated->capabilities, std::nullopt, std::string(kDaemonName)};
+  proto::Hello reply{negotiated->protocol, negotiated->capabilities, std::nullopt,
+                     std::string(kDaemonName)};
   if (!proto::send_frame(fd, proto::to_json(reply))) return std::nullopt;
   return std::move(*negotiated);
 }
 
 }  // namespace
 
-void send_error(int socket_fd, AtomicCounters& counters, const Error& error, std::optional<proto::RequestId> id) {
+void send_error(int socket_fd, AtomicCounters& counters, const Error& error,
+                std::optional<proto::RequestId> id) {
   counters.errors.fetch_add(1, std::memory_order_relaxed);
   (void)proto::send_frame(socket_fd, proto::to_json(proto::to_error_reply(error, id)));
 }
@@ -175,10 +185,12 @@ void serve_connection(int fd, ConnectionContext& ctx) {
     return;
   }
   if (!trust::peer_allowed(*ctx.service.policy(), peer->uid, peer->gid, peer->groups)) {
-    spdlog::info("refused uid {} gid {} (pid {}): not allowed by the policy", peer->uid, peer->gid, peer->pid);
+    spdlog::info("refused uid {} gid {} (pid {}): not allowed by the policy", peer->uid, peer->gid,
+                 peer->pid);
     send_error(fd, ctx.counters,
-               {ErrorCode::permission_denied, "uid " + std::to_string(peer->uid) +
-                                                  " may not use kernelhubd (ask the admin: [daemon] allow_users)"});
+               {ErrorCode::permission_denied,
+                "uid " + std::to_string(peer->uid) +
+                    " may not use kernelhubd (ask the admin: [daemon] allow_users)"});
     return;
   }
   proto::FrameReader reader(fd);
@@ -196,7 +208,8 @@ void serve_connection(int fd, ConnectionContext& ctx) {
     const auto id = proto::request_id_of((*frame)->message);
     ctx.counters.requests.fetch_add(1, std::memory_order_relaxed);
     if (ctx.stopping.load()) {
-      send_error(fd, ctx.counters, {ErrorCode::shutting_down, "kernelhubd is stopping; retry shortly"}, id);
+      send_error(fd, ctx.counters,
+                 {ErrorCode::shutting_down, "kernelhubd is stopping; retry shortly"}, id);
       return;
     }
     auto message = proto::parse_message((*frame)->message, proto::Sender::client);

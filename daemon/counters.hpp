@@ -21,9 +21,14 @@ struct AtomicCounters {
 
   DaemonCounters snapshot() const {
     constexpr auto relaxed = std::memory_order_relaxed;
-    return {requests.load(relaxed),          hits.load(relaxed),   misses.load(relaxed),
-            bytes_downloaded.load(relaxed),  upstream_requests.load(relaxed), errors.load(relaxed),
-            connections.load(relaxed),       active_connections.load(relaxed)};
+    return {requests.load(relaxed),
+            hits.load(relaxed),
+            misses.load(relaxed),
+            bytes_downloaded.load(relaxed),
+            upstream_requests.load(relaxed),
+            errors.load(relaxed),
+            connections.load(relaxed),
+            active_connections.load(relaxed)};
   }
 };
 

@@ -37,9 +37,9 @@ struct Connection {
 };
 
 std::string status_line(const DaemonCounters& c) {
-  return "STATUS=" + std::to_string(c.active_connections) + " clients, " + std::to_string(c.requests) +
-         " requests, " + std::to_string(c.hits) + " hits, " + std::to_string(c.misses) + " misses, " +
-         std::to_string(c.errors) + " errors";
+  return "STATUS=" + std::to_string(c.active_connections) + " clients, " +
+         std::to_string(c.requests) + " requests, " + std::to_string(c.hits) + " hits, " +
+         std::to_string(c.misses) + " misses, " + std::to_string(c.errors) + " errors";
 }
 
 }  // namespace
@@ -69,13 +69,15 @@ struct Daemon::Impl {
   void admit(UniqueFd fd) {
     counters.connections.fetch_add(1, std::memory_order_relaxed);
     if (stopping.load()) {
-      send_error(fd.get(), counters, {ErrorCode::shutting_down, "kernelhubd is stopping; retry shortly"});
+      send_error(fd.get(), counters,
+                 {ErrorCode::shutting_down, "kernelhubd is stopping; retry shortly"});
       return;
     }
     if (counters.active_connections.load() >= options.max_connections) {
       send_error(fd.get(), counters,
                  {ErrorCode::shutting_down, "kernelhubd is at its connection limit (" +
-                                                std::to_string(options.max_connections) + "); retry shortly"});
+                                                std::to_string(options.max_connections) +
+                                                "); retry shortly"});
       return;
     }
     counters.active_connections.fetch_add(1);
@@ -104,7 +106,8 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   // Clients get snapshot paths under the root: they must not depend on our cwd.
   std::error_code ec;
-  if (auto absolute = std::filesystem::absolute(impl_->options.cache_dir, ec); !ec) impl_->options.cache_dir = absolute;
+  if (auto absolute = std::filesystem::absolute(impl_->options.cache_dir, ec); !ec)
+    impl_->options.cache_dir = absolute;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
     impl_->wake_read.reset(fds[0]);
@@ -160,24 +163,31 @@ Result<void> Daemon::run() {
   }
   // One daemon per cache: the holder of this lock may sweep every temp at start-up.
   cache::KernelCache cache(o.cache_dir);
-  UniqueFd instance_lock(::open((o.cache_dir / ".kernelhubd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  UniqueFd instance_lock(
+      ::open((o.cache_dir / ".kernelhubd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   const bool sole = instance_lock && ::flock(instance_lock.get(), LOCK_EX | LOCK_NB) == 0;
-  if (!sole) spdlog::warn("another kernelhubd uses {}; only old partial downloads are swept", o.cache_dir.string());
-  if (const auto swept = cache.sweep_stale_temps(sole ? std::chrono::seconds(0) : std::chrono::hours(1)); swept > 0) {
+  if (!sole)
+    spdlog::warn("another kernelhubd uses {}; only old partial downloads are swept",
+                 o.cache_dir.string());
+  if (const auto swept =
+          cache.sweep_stale_temps(sole ? std::chrono::seconds(0) : std::chrono::hours(1));
+      swept > 0) {
     spdlog::info("removed {} partial download(s) left by an earlier run", swept);
   }
   {
     std::lock_guard lock(d.service_mutex);
-    d.service = std::make_unique<FetchService>(o.cache_dir, std::move(*root_fd), o.env, o.resolve_ttl, d.counters);
+    d.service = std::make_unique<FetchService>(o.cache_dir, std::move(*root_fd), o.env,
+                                               o.resolve_ttl, d.counters);
     d.service->set_policy(std::move(policy));
   }
-  d.context = std::make_unique<ConnectionContext>(
-      ConnectionContext{*d.service, d.counters, o.cache_dir.string(), std::chrono::steady_clock::now(), d.stopping});
+  d.context = std::make_unique<ConnectionContext>(ConnectionContext{
+      *d.service, d.counters, o.cache_dir.string(), std::chrono::steady_clock::now(), d.stopping});
 
   bool activated = false;
   auto listener = open_listener(o.socket_path, o.use_socket_activation, activated);
   if (!listener) return fail(listener.error());
-  spdlog::info("kernelhubd listening on {} (cache {})", activated ? "the socket from systemd" : o.socket_path.string(),
+  spdlog::info("kernelhubd listening on {} (cache {})",
+               activated ? "the socket from systemd" : o.socket_path.string(),
                o.cache_dir.string());
   d.ready.store(true);
   ::sd_notify(0, ("READY=1\n" + status_line(d.counters.snapshot())).c_str());
@@ -203,16 +213,18 @@ Result<void> Daemon::run() {
     pollfd fds[2] = {{listener->get(), POLLIN, 0}, {d.wake_read.get(), POLLIN, 0}};
     const int n = ::poll(fds, 2, 1000);
     d.reap(false);
-    if (const auto now = d.counters.snapshot(); !(now.requests == last_status.requests &&
-                                                  now.active_connections == last_status.active_connections &&
-                                                  now.errors == last_status.errors)) {
+    if (const auto now = d.counters.snapshot();
+        !(now.requests == last_status.requests &&
+          now.active_connections == last_status.active_connections &&
+          now.errors == last_status.errors)) {
       ::sd_notify(0, status_line(now).c_str());
       last_status = now;
     }
     if (n <= 0 || (fds[0].revents & POLLIN) == 0) continue;
     UniqueFd client(::accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!client) {
-      if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (errno == EMFILE || errno == ENFILE)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
     d.admit(std::move(client));
@@ -236,9 +248,10 @@ Result<void> Daemon::run() {
   }
   if (signal_thread.joinable()) signal_thread.join();
   if (!downloads_done || !connections_done) {
-    spdlog::error("in-flight work did not finish within {} s; exiting without it "
-                  "(nothing half-published; partial downloads are swept at the next start)",
-                  o.shutdown_grace.count());
+    spdlog::error(
+        "in-flight work did not finish within {} s; exiting without it "
+        "(nothing half-published; partial downloads are swept at the next start)",
+        o.shutdown_grace.count());
     if (o.handle_signals) std::_Exit(0);  // we own the process: abandon the stuck threads
     for (auto& conn : d.connections) {
       std::lock_guard lock(conn->mutex);

@@ -20,11 +20,11 @@ struct DaemonOptions {
   std::filesystem::path cache_dir = "/var/cache/kernelhub";
   std::optional<std::filesystem::path> policy_file;
   std::size_t max_connections = 256;
-  std::chrono::seconds resolve_ttl{60};        // version/revision -> commit memo lifetime
-  std::chrono::seconds shutdown_grace{10};     // SIGTERM: in-flight work gets this long
-  bool use_socket_activation = true;           // take fd 3 when sd_listen_fds(0) == 1
-  bool handle_signals = false;                 // run(): SIGTERM/SIGINT stop, SIGHUP reload
-  trust::Environment env;                      // HF_ENDPOINT, HF_TOKEN, HF_HUB_* for the Hub
+  std::chrono::seconds resolve_ttl{60};     // version/revision -> commit memo lifetime
+  std::chrono::seconds shutdown_grace{10};  // SIGTERM: in-flight work gets this long
+  bool use_socket_activation = true;        // take fd 3 when sd_listen_fds(0) == 1
+  bool handle_signals = false;              // run(): SIGTERM/SIGINT stop, SIGHUP reload
+  trust::Environment env;                   // HF_ENDPOINT, HF_TOKEN, HF_HUB_* for the Hub
 };
 
 struct DaemonCounters {

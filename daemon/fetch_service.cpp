@@ -48,12 +48,13 @@ int open_beneath(int dir, const char* name, int flags) {
 }
 
 std::string resolve_key_of(const trust::RepoId& repo, const proto::FetchRequest& r) {
-  return repo.str() + '\n' + (r.version ? "v" + std::to_string(*r.version) : "r:" + r.revision.value_or(""));
+  return repo.str() + '\n' +
+         (r.version ? "v" + std::to_string(*r.version) : "r:" + r.revision.value_or(""));
 }
 
 std::string spec_of(const proto::FetchRequest& r) {
-  return (r.all_variants ? std::string("*") : r.variant.value_or("")) + '\n' + r.torch_version.value_or("") + '\n' +
-         r.backend.value_or("");
+  return (r.all_variants ? std::string("*") : r.variant.value_or("")) + '\n' +
+         r.torch_version.value_or("") + '\n' + r.backend.value_or("");
 }
 
 bool env_true(const proto::FetchRequest& r, std::string_view key) {
@@ -92,7 +93,8 @@ std::shared_ptr<const trust::AdminPolicy> FetchService::policy() const {
   return policy_;
 }
 
-Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool with_fds, const ProgressSink& progress) {
+Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool with_fds,
+                                    const ProgressSink& progress) {
   auto repo = trust::RepoId::parse(request.repo);
   if (!repo) return fail(ErrorCode::invalid_request, repo.error().message);
   if (request.version.has_value() == request.revision.has_value()) {
@@ -101,12 +103,14 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   if (request.variant && request.all_variants) {
     return fail(ErrorCode::invalid_request, "give either variant or all_variants, not both");
   }
-  for (const auto* field : {&request.revision, &request.variant, &request.torch_version, &request.backend}) {
+  for (const auto* field :
+       {&request.revision, &request.variant, &request.torch_version, &request.backend}) {
     if (*field && field->value().find_first_of(std::string_view("\0\n", 2)) != std::string::npos) {
       return fail(ErrorCode::invalid_request, "request fields must not contain control characters");
     }
   }
-  if (request.version && *request.version > 1'000'000) return fail(ErrorCode::invalid_request, "version out of range");
+  if (request.version && *request.version > 1'000'000)
+    return fail(ErrorCode::invalid_request, "version out of range");
   // Only the client's trust variables count, bounded by the admin policy, at every hand-out.
   const trust::TrustEnvironment client_env{env_true(request, trust::kTrustRemoteKernelsVar),
                                            env_true(request, trust::kDisableRemoteCodeVar)};
@@ -122,8 +126,8 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
     }
-    spdlog::warn("cached manifest of {} no longer matches the cache ({}); fetching again", repo->str(),
-                 out.error().message);
+    spdlog::warn("cached manifest of {} no longer matches the cache ({}); fetching again",
+                 repo->str(), out.error().message);
     forget_all();
   }
 
@@ -142,7 +146,8 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   std::unique_lock lock(flight->mutex);
   std::uint64_t seen = 0;
   for (;;) {
-    flight->cv.wait(lock, [&] { return flight->result.has_value() || flight->progress_seq != seen; });
+    flight->cv.wait(lock,
+                    [&] { return flight->result.has_value() || flight->progress_seq != seen; });
     if (flight->progress_seq != seen && progress) {
       seen = flight->progress_seq;
       const hub::FetchProgress snapshot = flight->progress;
@@ -157,23 +162,27 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   const Result<hub::FetchResult> result = *flight->result;
   lock.unlock();
   if (!result) return fail(result.error());
-  Manifest manifest{result->repo, result->commit, result->variants, result->snapshot_path.string(), result->files};
+  Manifest manifest{result->repo, result->commit, result->variants, result->snapshot_path.string(),
+                    result->files};
   return hand_out(manifest, request.id, with_fds_now, result->from_cache);
 }
 
-std::shared_ptr<const FetchService::Manifest> FetchService::warm_manifest(const std::string& resolve_key,
-                                                                          const std::string& spec) {
+std::shared_ptr<const FetchService::Manifest> FetchService::warm_manifest(
+    const std::string& resolve_key, const std::string& spec) {
   std::lock_guard lock(memo_mutex_);
   const auto resolved = resolved_.find(resolve_key);
-  if (resolved == resolved_.end() || resolved->second.expires < std::chrono::steady_clock::now()) return nullptr;
+  if (resolved == resolved_.end() || resolved->second.expires < std::chrono::steady_clock::now())
+    return nullptr;
   const auto repo_end = resolve_key.find('\n');
-  const auto manifest = manifests_.find(resolve_key.substr(0, repo_end) + '\n' + resolved->second.commit + '\n' + spec);
+  const auto manifest = manifests_.find(resolve_key.substr(0, repo_end) + '\n' +
+                                        resolved->second.commit + '\n' + spec);
   return manifest == manifests_.end() ? nullptr : manifest->second;
 }
 
-void FetchService::remember(const std::string& resolve_key, const std::string& spec, const hub::FetchResult& result) {
-  auto manifest = std::make_shared<const Manifest>(
-      Manifest{result.repo, result.commit, result.variants, result.snapshot_path.string(), result.files});
+void FetchService::remember(const std::string& resolve_key, const std::string& spec,
+                            const hub::FetchResult& result) {
+  auto manifest = std::make_shared<const Manifest>(Manifest{
+      result.repo, result.commit, result.variants, result.snapshot_path.string(), result.files});
   std::lock_guard lock(memo_mutex_);
   resolved_[resolve_key] = {result.commit, std::chrono::steady_clock::now() + resolve_ttl_};
   manifests_[result.repo.str() + '\n' + result.commit + '\n' + spec] = std::move(manifest);
@@ -186,7 +195,8 @@ void FetchService::forget_all() {
 }
 
 std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::string& resolve_key,
-                                                                  const std::string& spec, hub::FetchRequest request,
+                                                                  const std::string& spec,
+                                                                  hub::FetchRequest request,
                                                                   bool offline) {
   const std::string key = resolve_key + '\n' + spec + (offline ? "\noffline" : "\nonline");
   std::lock_guard lock(flights_mutex_);
@@ -204,21 +214,24 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
   flights_.emplace(key, flight);
   ++running_;
   // The download runs on its own thread: a waiter that goes away cancels nothing.
-  flight_threads_.emplace_back(flight, std::thread([this, flight, key, resolve_key, spec, request = std::move(request),
-                                                     offline] {
-    run_flight(flight, request, offline);
-    // Later requests with this key find the warm memo, or start a new flight.
-    if (*flight->result) remember(resolve_key, spec, flight->result->value());
-    std::lock_guard done(flights_mutex_);
-    flights_.erase(key);
-    flight->finished = true;
-    --running_;
-    flights_cv_.notify_all();
-  }));
+  flight_threads_.emplace_back(flight, std::thread([this, flight, key, resolve_key, spec,
+                                                    request = std::move(request), offline] {
+                                 run_flight(flight, request, offline);
+                                 // Later requests with this key find the warm memo, or start a new
+                                 // flight.
+                                 if (*flight->result)
+                                   remember(resolve_key, spec, flight->result->value());
+                                 std::lock_guard done(flights_mutex_);
+                                 flights_.erase(key);
+                                 flight->finished = true;
+                                 --running_;
+                                 flights_cv_.notify_all();
+                               }));
   return flight;
 }
 
-void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline) {
+void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request,
+                              bool offline) {
   std::shared_lock maintenance(maintenance_);
   hub::HubConfig config = hub::HubConfig::from(env_);
   config.offline = config.offline || offline;
@@ -239,7 +252,8 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   if (result && last.files_total > 0) {
     counters_.misses.fetch_add(1, std::memory_order_relaxed);
     counters_.bytes_downloaded.fetch_add(last.bytes_done, std::memory_order_relaxed);
-    counters_.upstream_requests.fetch_add(static_cast<std::uint64_t>(last.files_total), std::memory_order_relaxed);
+    counters_.upstream_requests.fetch_add(static_cast<std::uint64_t>(last.files_total),
+                                          std::memory_order_relaxed);
   } else if (result) {
     counters_.hits.fetch_add(1, std::memory_order_relaxed);
   }
@@ -263,19 +277,23 @@ Result<HandOut> FetchService::hand_out(const Manifest& manifest, proto::RequestI
   if (!dir) return fail(ErrorCode::io, "cannot open " + blobs + ": " + std::strerror(errno));
   for (const auto& file : manifest.files) {
     UniqueFd fd(open_beneath(dir.get(), file.etag.c_str(), O_RDONLY | O_NONBLOCK));
-    if (!fd) return fail(ErrorCode::io, "cannot open blob of " + file.path + ": " + std::strerror(errno));
+    if (!fd)
+      return fail(ErrorCode::io, "cannot open blob of " + file.path + ": " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
       return fail(ErrorCode::io, "blob of " + file.path + " is not a regular file");
     }
     // The daemon's cache is read-only once published (0444), whoever wrote it.
-    if ((st.st_mode & 0222) != 0 && st.st_uid == ::geteuid() && ::fchmod(fd.get(), 0444) == 0) st.st_mode &= ~0222;
+    if ((st.st_mode & 0222) != 0 && st.st_uid == ::geteuid() && ::fchmod(fd.get(), 0444) == 0)
+      st.st_mode &= ~0222;
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-      return fail(ErrorCode::io, "blob of " + file.path + " is writable by group or others: not handing it out");
+      return fail(ErrorCode::io,
+                  "blob of " + file.path + " is writable by group or others: not handing it out");
     }
     if (static_cast<std::uint64_t>(st.st_size) != file.size) {
-      return fail(ErrorCode::size_mismatch, "blob of " + file.path + " has " + std::to_string(st.st_size) +
-                                                " bytes, the manifest says " + std::to_string(file.size));
+      return fail(ErrorCode::size_mismatch,
+                  "blob of " + file.path + " has " + std::to_string(st.st_size) +
+                      " bytes, the manifest says " + std::to_string(file.size));
     }
     proto::FetchedFile entry{file.path, file.size, file.sha256, std::nullopt};
     if (with_fds) {

@@ -50,7 +50,8 @@ class FetchService {
   std::shared_ptr<const trust::AdminPolicy> policy() const;
 
   // `with_fds`: open the files for SCM_RIGHTS. `progress` may be empty.
-  Result<HandOut> fetch(const proto::FetchRequest& request, bool with_fds, const ProgressSink& progress);
+  Result<HandOut> fetch(const proto::FetchRequest& request, bool with_fds,
+                        const ProgressSink& progress);
   Result<cache::VerifyReport> verify(const std::optional<trust::RepoId>& repo);
   Result<cache::GcReport> gc();
 
@@ -61,13 +62,16 @@ class FetchService {
 
  private:
   struct Manifest;
-  std::shared_ptr<const Manifest> warm_manifest(const std::string& resolve_key, const std::string& spec);
-  void remember(const std::string& resolve_key, const std::string& spec, const hub::FetchResult& result);
+  std::shared_ptr<const Manifest> warm_manifest(const std::string& resolve_key,
+                                                const std::string& spec);
+  void remember(const std::string& resolve_key, const std::string& spec,
+                const hub::FetchResult& result);
   void forget_all();
   std::shared_ptr<Flight> join_or_start(const std::string& resolve_key, const std::string& spec,
                                         hub::FetchRequest request, bool offline);
   void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline);
-  Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds, bool from_cache) const;
+  Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
+                           bool from_cache) const;
 
   std::filesystem::path root_;
   UniqueFd root_fd_;

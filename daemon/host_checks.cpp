@@ -29,21 +29,26 @@ Result<UniqueFd> open_cache_root(const fs::path& root) {
     if (errno != ENOENT) return io_error("cannot stat cache root", root, errno);
     std::error_code ec;
     fs::create_directories(root, ec);
-    if (ec) return fail(ErrorCode::io, "cannot create cache root " + root.string() + ": " + ec.message());
+    if (ec)
+      return fail(ErrorCode::io, "cannot create cache root " + root.string() + ": " + ec.message());
     ::chmod(root.c_str(), 0755);
     if (::lstat(root.c_str(), &st) != 0) return io_error("cannot stat cache root", root, errno);
   }
-  if (S_ISLNK(st.st_mode)) return fail(ErrorCode::io, "cache root " + root.string() + " is a symlink: refusing it");
-  if (!S_ISDIR(st.st_mode)) return fail(ErrorCode::io, "cache root " + root.string() + " is not a directory");
+  if (S_ISLNK(st.st_mode))
+    return fail(ErrorCode::io, "cache root " + root.string() + " is a symlink: refusing it");
+  if (!S_ISDIR(st.st_mode))
+    return fail(ErrorCode::io, "cache root " + root.string() + " is not a directory");
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return fail(ErrorCode::io, "cache root " + root.string() + " is writable by group or others: refusing it");
+    return fail(ErrorCode::io,
+                "cache root " + root.string() + " is writable by group or others: refusing it");
   }
   UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return io_error("cannot open cache root", root, errno);
   struct statvfs vfs {};
   if (::fstatvfs(fd.get(), &vfs) != 0) return io_error("cannot statvfs cache root", root, errno);
   if ((vfs.f_flag & ST_NOEXEC) != 0) {
-    return fail(ErrorCode::io, "cache root " + root.string() + " is on a noexec mount: kernels could not be loaded");
+    return fail(ErrorCode::io, "cache root " + root.string() +
+                                   " is on a noexec mount: kernels could not be loaded");
   }
   return fd;
 }
@@ -52,10 +57,13 @@ Result<UniqueFd> open_listener(const fs::path& path, bool allow_activation, bool
   activated = false;
   if (allow_activation) {
     const int n = ::sd_listen_fds(0);
-    if (n > 1) return fail(ErrorCode::invalid_argument, "systemd passed " + std::to_string(n) + " sockets; expected one");
+    if (n > 1)
+      return fail(ErrorCode::invalid_argument,
+                  "systemd passed " + std::to_string(n) + " sockets; expected one");
     if (n == 1) {
       if (::sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, nullptr, 0) <= 0) {
-        return fail(ErrorCode::invalid_argument, "the socket systemd passed is not a listening Unix stream socket");
+        return fail(ErrorCode::invalid_argument,
+                    "the socket systemd passed is not a listening Unix stream socket");
       }
       activated = true;
       return UniqueFd(SD_LISTEN_FDS_START);
@@ -64,7 +72,9 @@ Result<UniqueFd> open_listener(const fs::path& path, bool allow_activation, bool
   std::error_code ec;
   if (path.has_parent_path() && !fs::exists(path.parent_path(), ec)) {
     fs::create_directories(path.parent_path(), ec);
-    if (ec) return fail(ErrorCode::io, "cannot create " + path.parent_path().string() + ": " + ec.message());
+    if (ec)
+      return fail(ErrorCode::io,
+                  "cannot create " + path.parent_path().string() + ": " + ec.message());
     ::chmod(path.parent_path().c_str(), 0755);
   }
   auto listener = proto::listen_unix(path, 128);

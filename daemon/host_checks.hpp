@@ -20,7 +20,8 @@ Result<UniqueFd> open_cache_root(const std::filesystem::path& root);
 // fd 3 when systemd passed exactly one Unix stream socket (and `allow_activation`);
 // otherwise binds `path` (parent created 0755, socket 0666: the policy decides who talks).
 // `activated` says which.
-Result<UniqueFd> open_listener(const std::filesystem::path& path, bool allow_activation, bool& activated);
+Result<UniqueFd> open_listener(const std::filesystem::path& path, bool allow_activation,
+                               bool& activated);
 
 struct PeerCredentials {
   pid_t pid = 0;

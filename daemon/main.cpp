@@ -2,9 +2,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "daemon/daemon.hpp"
 
@@ -14,25 +14,31 @@ int main(int argc, char** argv) {
   options.env = kernelhub::trust::Environment::from_process();
   if (auto socket = options.env.get("KERNELHUB_SOCKET")) options.socket_path = *socket;
 
-  CLI::App app{"kernelhubd: fetches, verifies and hands out compute kernels for every user of this host"};
+  CLI::App app{
+      "kernelhubd: fetches, verifies and hands out compute kernels for every user of this host"};
   std::string policy;
   long ttl = options.resolve_ttl.count();
-  app.add_option("--socket", options.socket_path, "Unix socket to listen on (unless systemd passes one)");
+  app.add_option("--socket", options.socket_path,
+                 "Unix socket to listen on (unless systemd passes one)");
   app.add_option("--cache-dir", options.cache_dir, "the daemon's own kernel cache");
   app.add_option("--policy", policy, "admin policy file (TOML; reloaded on SIGHUP)");
-  app.add_option("--max-connections", options.max_connections, "clients served at once")->check(CLI::Range(1, 65536));
-  app.add_option("--resolve-ttl", ttl, "seconds a version/revision -> commit answer is reused")->check(CLI::Range(0, 86400));
+  app.add_option("--max-connections", options.max_connections, "clients served at once")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--resolve-ttl", ttl, "seconds a version/revision -> commit answer is reused")
+      ->check(CLI::Range(0, 86400));
   CLI11_PARSE(app, argc, argv);
   if (!policy.empty()) options.policy_file = policy;
   options.resolve_ttl = std::chrono::seconds(ttl);
   options.handle_signals = true;
 
   // journald adds its own timestamps and levels are enough; colours only on a terminal.
-  auto logger = spdlog::stderr_color_mt("kernelhubd", isatty(STDERR_FILENO) ? spdlog::color_mode::automatic
-                                                                             : spdlog::color_mode::never);
+  auto logger =
+      spdlog::stderr_color_mt("kernelhubd", isatty(STDERR_FILENO) ? spdlog::color_mode::automatic
+                                                                  : spdlog::color_mode::never);
   logger->set_pattern(isatty(STDERR_FILENO) ? "%Y-%m-%d %H:%M:%S.%e %^%l%$ %v" : "%l: %v");
   spdlog::set_default_logger(logger);
-  if (auto level = options.env.get("KERNELHUB_LOG")) spdlog::set_level(spdlog::level::from_str(*level));
+  if (auto level = options.env.get("KERNELHUB_LOG"))
+    spdlog::set_level(spdlog::level::from_str(*level));
 
   ::umask(022);  // nothing the daemon creates is writable by group or others
   Daemon daemon(std::move(options));

@@ -9,7 +9,8 @@ namespace kernelhub::daemon {
 
 class UpstreamHttp final : public hub::HttpClient {
  public:
-  UpstreamHttp(hub::HubConfig config, AtomicCounters& counters) : curl_(std::move(config)), counters_(counters) {}
+  UpstreamHttp(hub::HubConfig config, AtomicCounters& counters)
+      : curl_(std::move(config)), counters_(counters) {}
 
   Result<hub::HttpResponse> send(const hub::HttpRequest& request) override {
     counters_.upstream_requests.fetch_add(1, std::memory_order_relaxed);

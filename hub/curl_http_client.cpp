@@ -60,7 +60,8 @@ Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request) const
 
   const CURLcode code = curl_easy_perform(easy.get());
   if (sink.overflow) {
-    return fail(ErrorCode::too_large, "response from " + request.url + " exceeds " + std::to_string(sink.cap) + " bytes");
+    return fail(ErrorCode::too_large,
+                "response from " + request.url + " exceeds " + std::to_string(sink.cap) + " bytes");
   }
   if (code != CURLE_OK) return fail(transfer_error(code, watch.stalled, request.url, error_text));
 

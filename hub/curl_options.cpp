@@ -21,14 +21,17 @@ Result<void> apply_transfer_options(CURL* easy, CurlSlist& headers, const HubCon
   curl_easy_setopt(easy, CURLOPT_MAXREDIRS, 10L);
   curl_easy_setopt(easy, CURLOPT_UNRESTRICTED_AUTH, 0L);
   curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+  curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options.connect_timeout.count()));
   curl_easy_setopt(easy, CURLOPT_USERAGENT, "kernelhub/0.1; file_type/kernel");
   if (options.head) curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
 
   // Sizes and digests are of the stored bytes: ask for no content coding.
-  if (!headers.append("Accept-Encoding: identity")) return fail(ErrorCode::internal, "out of memory");
+  if (!headers.append("Accept-Encoding: identity"))
+    return fail(ErrorCode::internal, "out of memory");
   if (config.token && starts_with_endpoint(options.url, config.endpoint)) {
-    if (!headers.append("Authorization: Bearer " + *config.token)) return fail(ErrorCode::internal, "out of memory");
+    if (!headers.append("Authorization: Bearer " + *config.token))
+      return fail(ErrorCode::internal, "out of memory");
   }
   for (const auto& line : options.extra_headers) {
     if (!headers.append(line)) return fail(ErrorCode::internal, "out of memory");
@@ -43,9 +46,11 @@ Error transfer_error(CURLcode code, bool stalled, const std::string& url, const 
     return {ErrorCode::timeout, "timed out talking to " + url + ": " + what};
   }
   if (code == CURLE_UNSUPPORTED_PROTOCOL) {
-    return {ErrorCode::malformed_response, "refused a redirect that leaves https (or an unsupported protocol) for " + url};
+    return {ErrorCode::malformed_response,
+            "refused a redirect that leaves https (or an unsupported protocol) for " + url};
   }
-  if (code == CURLE_TOO_MANY_REDIRECTS) return {ErrorCode::malformed_response, "too many redirects for " + url};
+  if (code == CURLE_TOO_MANY_REDIRECTS)
+    return {ErrorCode::malformed_response, "too many redirects for " + url};
   return {ErrorCode::network, "cannot reach " + url + ": " + what};
 }
 

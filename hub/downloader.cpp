@@ -47,7 +47,8 @@ struct Transfer {
 };
 
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
-  add_header_line(static_cast<Transfer*>(user)->response_headers, std::string_view(data, size * count));
+  add_header_line(static_cast<Transfer*>(user)->response_headers,
+                  std::string_view(data, size * count));
   return size * count;
 }
 
@@ -89,7 +90,8 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
   if (!t.checked) check_response(t);
   if (t.failure) return 0;
   if (!t.writing) {
-    const std::size_t keep = std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, t.error_body.size()));
+    const std::size_t keep =
+        std::min(n, kMaxErrorBody - std::min(kMaxErrorBody, t.error_body.size()));
     t.error_body.append(data, keep);
     return n;
   }
@@ -152,7 +154,8 @@ Outcome judge(Transfer& t, CURLcode code, const HubConfig& config, Error& error)
   long status = 0;
   curl_easy_getinfo(t.easy->get(), CURLINFO_RESPONSE_CODE, &status);
   if (writer.bytes_written() > t.bytes_at_attempt) t.stalled_attempts = 0;
-  const bool attempts_left = t.stalled_attempts < config.max_retries && t.attempts <= 4 * (config.max_retries + 1);
+  const bool attempts_left =
+      t.stalled_attempts < config.max_retries && t.attempts <= 4 * (config.max_retries + 1);
   auto backoff = config.backoff(t.stalled_attempts);
 
   if (t.failure && !t.bad_range) {
@@ -185,19 +188,22 @@ Outcome judge(Transfer& t, CURLcode code, const HubConfig& config, Error& error)
       return Outcome::failed;
     }
     if (writer.bytes_written() < expected && !attempts_left) {
-      error = {ErrorCode::size_mismatch, t.job->path + ": the server sent " + std::to_string(writer.bytes_written()) +
-                                             " of " + std::to_string(expected) + " bytes"};
+      error = {ErrorCode::size_mismatch, t.job->path + ": the server sent " +
+                                             std::to_string(writer.bytes_written()) + " of " +
+                                             std::to_string(expected) + " bytes"};
       return Outcome::failed;
     }
   } else if (is_retryable_status(static_cast<int>(status)) && attempts_left) {
-    if (auto seconds = retry_after_seconds(t.response_headers)) backoff = config.retry_base * *seconds;
+    if (auto seconds = retry_after_seconds(t.response_headers))
+      backoff = config.retry_base * *seconds;
   } else {
     error = map_http_error(static_cast<int>(status), t.response_headers, t.error_body, t.job->url);
     return Outcome::failed;
   }
 
-  if (writer.bytes_written() >= expected && (code == CURLE_OK || writer.bytes_written() == expected) &&
-      !t.bad_range && (status < 300 || status == 416)) {
+  if (writer.bytes_written() >= expected &&
+      (code == CURLE_OK || writer.bytes_written() == expected) && !t.bad_range &&
+      (status < 300 || status == 416)) {
     if (auto r = writer.finish(); !r) {
       error = r.error();
       error.message = t.job->path + ": " + error.message;
@@ -228,7 +234,8 @@ Result<void> Downloader::run(const std::vector<DownloadJob>& jobs, const Progres
   if (jobs.empty()) return ok();
   CurlMulti multi;
   if (!multi) return fail(ErrorCode::internal, "curl_multi_init failed");
-  curl_multi_setopt(multi.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(config_.max_parallel_downloads));
+  curl_multi_setopt(multi.get(), CURLMOPT_MAX_TOTAL_CONNECTIONS,
+                    static_cast<long>(config_.max_parallel_downloads));
 
   std::uint64_t bytes_done = 0;
   const std::string* current_file = &jobs.front().path;
@@ -274,7 +281,8 @@ Result<void> Downloader::run(const std::vector<DownloadJob>& jobs, const Progres
       ++active;
     }
     int running = 0;
-    if (curl_multi_perform(multi.get(), &running) != CURLM_OK) return fail(ErrorCode::internal, "curl_multi_perform failed");
+    if (curl_multi_perform(multi.get(), &running) != CURLM_OK)
+      return fail(ErrorCode::internal, "curl_multi_perform failed");
 
     int queued = 0;
     while (CURLMsg* msg = curl_multi_info_read(multi.get(), &queued)) {
@@ -286,7 +294,8 @@ Result<void> Downloader::run(const std::vector<DownloadJob>& jobs, const Progres
       const Outcome outcome = judge(*t, code, config_, error);
       end_attempt(*t);
       --active;
-      if (outcome == Outcome::failed) return fail(std::move(error));  // Transfers' RAII cancels the rest
+      if (outcome == Outcome::failed)
+        return fail(std::move(error));  // Transfers' RAII cancels the rest
       if (outcome == Outcome::done) {
         ++files_done;
         report(t->job->path, true);
@@ -301,7 +310,9 @@ Result<void> Downloader::run(const std::vector<DownloadJob>& jobs, const Progres
 
     int timeout_ms = 100;
     for (const Transfer* t : waiting) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t->not_before - Clock::now()).count();
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(t->not_before - Clock::now())
+              .count();
       timeout_ms = std::clamp(static_cast<int>(left), 0, timeout_ms);
     }
     if (active > 0) {

@@ -16,25 +16,31 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Unexpected not_cached(std::string what) { return fail(ErrorCode::offline_not_cached, std::move(what)); }
+Unexpected not_cached(std::string what) {
+  return fail(ErrorCode::offline_not_cached, std::move(what));
+}
 
 Result<std::string> cached_commit(const cache::KernelCache& cache, const FetchRequest& request) {
   if (request.version) {
     const std::string ref = "v" + std::to_string(*request.version);
     if (auto commit = cache.read_ref(request.repo, ref)) return *commit;
     std::string have;
-    for (int v : cache.cached_versions(request.repo)) have += (have.empty() ? "" : ", ") + std::to_string(v);
+    for (int v : cache.cached_versions(request.repo))
+      have += (have.empty() ? "" : ", ") + std::to_string(v);
     return not_cached("version " + std::to_string(*request.version) + " of " + request.repo.str() +
-                      " is not in the cache" + (have.empty() ? "" : " (cached versions: " + have + ")"));
+                      " is not in the cache" +
+                      (have.empty() ? "" : " (cached versions: " + have + ")"));
   }
   if (is_commit_sha(*request.revision)) return *request.revision;
   if (auto commit = cache.read_ref(request.repo, *request.revision)) return *commit;
-  return not_cached("revision '" + *request.revision + "' of " + request.repo.str() + " is not in the cache");
+  return not_cached("revision '" + *request.revision + "' of " + request.repo.str() +
+                    " is not in the cache");
 }
 
 // Every file under build/<variant>/ of the snapshot, hashed; a dangling link means the
 // snapshot is incomplete.
-Result<std::vector<FetchedFile>> hash_variant(const fs::path& snapshot, const std::string& variant) {
+Result<std::vector<FetchedFile>> hash_variant(const fs::path& snapshot,
+                                              const std::string& variant) {
   std::vector<FetchedFile> files;
   const fs::path dir = snapshot / "build" / variant;
   std::error_code ec;
@@ -42,7 +48,8 @@ Result<std::vector<FetchedFile>> hash_variant(const fs::path& snapshot, const st
     // Lexical: fs::relative would resolve the blob symlink and yield ../../blobs/<etag>.
     const auto rel = it->path().lexically_relative(snapshot).generic_string();
     if (it->is_directory(ec) || is_ignored_kernel_file(rel)) continue;
-    if (!fs::exists(it->path(), ec)) return not_cached(rel + " is missing from the cached snapshot");
+    if (!fs::exists(it->path(), ec))
+      return not_cached(rel + " is missing from the cached snapshot");
     FetchedFile file;
     file.path = rel;
     file.size = fs::file_size(it->path(), ec);
@@ -53,27 +60,33 @@ Result<std::vector<FetchedFile>> hash_variant(const fs::path& snapshot, const st
     file.sha256 = std::move(*sha256);
     files.push_back(std::move(file));
   }
-  if (ec) return fail(ErrorCode::io, "cannot read the cached snapshot " + dir.string() + ": " + ec.message());
+  if (ec)
+    return fail(ErrorCode::io,
+                "cannot read the cached snapshot " + dir.string() + ": " + ec.message());
   if (files.empty()) return not_cached("the cached variant " + variant + " is empty");
-  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return a.path < b.path; });
   return files;
 }
 
 Result<void> verify_cached_variant(const fs::path& snapshot, const std::string& variant,
                                    const std::vector<FetchedFile>& files) {
   const std::string prefix = "build/" + variant + "/";
-  const auto metadata_file = std::find_if(files.begin(), files.end(),
-                                          [&](const FetchedFile& f) { return f.path == prefix + "metadata.json"; });
+  const auto metadata_file = std::find_if(files.begin(), files.end(), [&](const FetchedFile& f) {
+    return f.path == prefix + "metadata.json";
+  });
   if (metadata_file == files.end()) return ok();  // nothing to check against, as `kernels` does
   std::ifstream in(snapshot / metadata_file->path, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto metadata = trust::parse_kernel_metadata(text);
-  if (!metadata) return fail(metadata.error().code, metadata_file->path + ": " + metadata.error().message);
+  if (!metadata)
+    return fail(metadata.error().code, metadata_file->path + ": " + metadata.error().message);
   std::map<std::string, std::string> actual;
   for (const auto& file : files) actual[file.path.substr(prefix.size())] = file.sha256;
   auto verified = trust::verify_variant_digests(*metadata, actual);
   if (!verified && verified.error().code == ErrorCode::entry_not_found) {
-    return not_cached("the cached snapshot of " + variant + " is incomplete: " + verified.error().message);
+    return not_cached("the cached snapshot of " + variant +
+                      " is incomplete: " + verified.error().message);
   }
   return verified;
 }
@@ -89,7 +102,8 @@ Result<FetchResult> Fetcher::fetch_from_cache(const FetchRequest& request) {
   for (fs::directory_iterator it(snapshot / "build", ec), end; !ec && it != end; it.increment(ec)) {
     if (it->is_directory(ec)) names.push_back(it->path().filename().string());
   }
-  if (names.empty()) return not_cached(request.repo.str() + " at " + *commit + " has no cached build variants");
+  if (names.empty())
+    return not_cached(request.repo.str() + " at " + *commit + " has no cached build variants");
   auto variants = choose_variants(request, names);
   if (!variants) return fail(variants.error());
 

@@ -20,15 +20,21 @@ Result<std::string> read_small_file(const std::filesystem::path& path, std::size
   content.resize(cap + 1);
   in.read(content.data(), static_cast<std::streamsize>(content.size()));
   content.resize(static_cast<std::size_t>(in.gcount()));
-  if (content.size() > cap) return fail(ErrorCode::too_large, path.string() + " exceeds " + std::to_string(cap) + " bytes");
+  if (content.size() > cap)
+    return fail(ErrorCode::too_large, path.string() + " exceeds " + std::to_string(cap) + " bytes");
   return content;
 }
 
 }  // namespace
 
-FetchPlan::FetchPlan(const HubConfig& config, HttpClient& http, HubApi& api, cache::KernelCache& cache,
-                     trust::RepoId repo, std::string commit)
-    : config_(config), http_(http), api_(api), cache_(cache), repo_(std::move(repo)), commit_(std::move(commit)) {}
+FetchPlan::FetchPlan(const HubConfig& config, HttpClient& http, HubApi& api,
+                     cache::KernelCache& cache, trust::RepoId repo, std::string commit)
+    : config_(config),
+      http_(http),
+      api_(api),
+      cache_(cache),
+      repo_(std::move(repo)),
+      commit_(std::move(commit)) {}
 
 std::optional<std::string> FetchPlan::cached_sha256(const TreeEntry& entry) const {
   if (!cache_.has_blob(repo_, entry.etag())) return std::nullopt;
@@ -40,7 +46,8 @@ std::optional<std::string> FetchPlan::cached_sha256(const TreeEntry& entry) cons
     return sha1 && *sha1 == entry.etag();
   }();
   if (!intact) {
-    spdlog::warn("cached blob {} of {} is damaged; downloading it again", entry.etag(), repo_.str());
+    spdlog::warn("cached blob {} of {} is damaged; downloading it again", entry.etag(),
+                 repo_.str());
     return std::nullopt;
   }
   return *sha256;
@@ -48,8 +55,9 @@ std::optional<std::string> FetchPlan::cached_sha256(const TreeEntry& entry) cons
 
 Result<std::size_t> FetchPlan::slot_for(const TreeEntry& entry) {
   if (auto it = slot_by_etag_.find(entry.etag()); it != slot_by_etag_.end()) return it->second;
-  cache::ExpectedBlob expected{entry.etag(), entry.is_lfs() ? cache::DigestKind::sha256 : cache::DigestKind::git_sha1,
-                               entry.size};
+  cache::ExpectedBlob expected{
+      entry.etag(), entry.is_lfs() ? cache::DigestKind::sha256 : cache::DigestKind::git_sha1,
+      entry.size};
   cache::BlobWriterOptions options;
   options.published_mode = cache_.published_blob_mode();
   auto writer = cache::BlobWriter::create(cache_.blobs_dir(repo_), expected, options);
@@ -78,14 +86,16 @@ Result<std::string> FetchPlan::read_metadata(Planned& file) {
     // The same bytes become the cached blob: size and etag are checked by finish().
     KH_TRY(slot.writer.write(response->body.data(), response->body.size()));
     auto finished = slot.writer.finish();
-    if (!finished) return fail(finished.error().code, file.entry.path + ": " + finished.error().message);
+    if (!finished)
+      return fail(finished.error().code, file.entry.path + ": " + finished.error().message);
     slot.filled = true;
   }
   file.sha256 = slot.writer.sha256_hex();
   return std::move(response->body);
 }
 
-Result<void> FetchPlan::add_variant(const std::string& variant, const std::vector<TreeEntry>& entries) {
+Result<void> FetchPlan::add_variant(const std::string& variant,
+                                    const std::vector<TreeEntry>& entries) {
   if (!prepared_) {
     KH_TRY(cache_.prepare_repo(repo_));
     prepared_ = true;
@@ -109,7 +119,8 @@ Result<void> FetchPlan::add_variant(const std::string& variant, const std::vecto
     if (!text) return fail(text.error());
     auto metadata = trust::parse_kernel_metadata(*text);
     if (!metadata) {
-      return fail(metadata.error().code, files_[*metadata_index].entry.path + ": " + metadata.error().message);
+      return fail(metadata.error().code,
+                  files_[*metadata_index].entry.path + ": " + metadata.error().message);
     }
     metadata_[variant] = std::move(*metadata);
   }
@@ -145,8 +156,9 @@ Result<void> FetchPlan::verify() const {
     if (!verified) {
       // A file listed in metadata.json but absent from the tree is a broken build, not a
       // missing repo entry: nothing of it may be published.
-      const auto code = verified.error().code == ErrorCode::entry_not_found ? ErrorCode::hash_mismatch
-                                                                            : verified.error().code;
+      const auto code = verified.error().code == ErrorCode::entry_not_found
+                            ? ErrorCode::hash_mismatch
+                            : verified.error().code;
       return fail(code, prefix + ": " + verified.error().message);
     }
   }
@@ -167,7 +179,8 @@ Result<void> FetchPlan::publish() {
 std::vector<FetchedFile> FetchPlan::fetched_files() const {
   std::vector<FetchedFile> out;
   out.reserve(files_.size());
-  for (const auto& file : files_) out.push_back({file.entry.path, file.entry.etag(), file.entry.size, file.sha256});
+  for (const auto& file : files_)
+    out.push_back({file.entry.path, file.entry.etag(), file.entry.size, file.sha256});
   return out;
 }
 

@@ -44,11 +44,15 @@ Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request) {
   std::vector<std::string> names;
   for (int v : versions) names.push_back(std::to_string(v));
   return fail(ErrorCode::version_not_found,
-              "version " + std::to_string(*request.version) + " of " + request.repo.str() + " not found; " +
-                  (names.empty() ? "the repo has no version branches" : "available versions: " + join(names)));
+              "version " + std::to_string(*request.version) + " of " + request.repo.str() +
+                  " not found; " +
+                  (names.empty() ? "the repo has no version branches"
+                                 : "available versions: " + join(names)));
 }
 
-bool is_fallback_error(ErrorCode code) { return code == ErrorCode::network || code == ErrorCode::timeout; }
+bool is_fallback_error(ErrorCode code) {
+  return code == ErrorCode::network || code == ErrorCode::timeout;
+}
 
 }  // namespace
 
@@ -57,8 +61,9 @@ bool is_ignored_kernel_file(std::string_view path) {
   return path.starts_with("__pycache__/") || path.find("/__pycache__/") != std::string_view::npos;
 }
 
-Fetcher::Fetcher(HubConfig config, HttpClient& http, cache::KernelCache& cache, trust::AdminPolicy policy,
-                 trust::TrustEnvironment trust_env, trust::Environment platform_env)
+Fetcher::Fetcher(HubConfig config, HttpClient& http, cache::KernelCache& cache,
+                 trust::AdminPolicy policy, trust::TrustEnvironment trust_env,
+                 trust::Environment platform_env)
     : config_(config),
       http_(http),
       cache_(cache),
@@ -83,7 +88,8 @@ Result<FetchResult> Fetcher::fetch(const FetchRequest& request, ProgressCallback
   if (config_.offline) {
     auto cached = fetch_from_cache(request);
     if (!cached && cached.error().code == ErrorCode::offline_not_cached) {
-      return fail(ErrorCode::offline_not_cached, "offline mode (HF_HUB_OFFLINE): " + cached.error().message);
+      return fail(ErrorCode::offline_not_cached,
+                  "offline mode (HF_HUB_OFFLINE): " + cached.error().message);
     }
     return cached;
   }
@@ -97,18 +103,20 @@ Result<FetchResult> Fetcher::fetch(const FetchRequest& request, ProgressCallback
   return online;
 }
 
-Result<std::vector<std::string>> Fetcher::choose_variants(const FetchRequest& request,
-                                                          const std::vector<std::string>& names) const {
+Result<std::vector<std::string>> Fetcher::choose_variants(
+    const FetchRequest& request, const std::vector<std::string>& names) const {
   std::vector<std::string> sorted = names;
   std::sort(sorted.begin(), sorted.end());
   if (request.variant) {
-    if (std::find(sorted.begin(), sorted.end(), *request.variant) != sorted.end()) return std::vector{*request.variant};
-    return fail(ErrorCode::no_matching_variant, "variant '" + *request.variant + "' does not exist in " +
-                                                    request.repo.str() + "; available: " +
-                                                    (sorted.empty() ? "none" : join(sorted)));
+    if (std::find(sorted.begin(), sorted.end(), *request.variant) != sorted.end())
+      return std::vector{*request.variant};
+    return fail(ErrorCode::no_matching_variant,
+                "variant '" + *request.variant + "' does not exist in " + request.repo.str() +
+                    "; available: " + (sorted.empty() ? "none" : join(sorted)));
   }
   if (request.all_variants) {
-    if (sorted.empty()) return fail(ErrorCode::no_matching_variant, request.repo.str() + " has no build variants");
+    if (sorted.empty())
+      return fail(ErrorCode::no_matching_variant, request.repo.str() + " has no build variants");
     return sorted;
   }
   Platform platform;
@@ -125,8 +133,10 @@ Result<std::vector<std::string>> Fetcher::choose_variants(const FetchRequest& re
 }
 
 Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchRequest& request,
-                                                                     const std::string& commit, int hops) {
-  if (cache_.is_known_missing(request.repo, commit, kKernelStatusFile)) return std::optional<FetchRequest>();
+                                                                    const std::string& commit,
+                                                                    int hops) {
+  if (cache_.is_known_missing(request.repo, commit, kKernelStatusFile))
+    return std::optional<FetchRequest>();
   auto status = api_.read_optional_file(request.repo, commit, kKernelStatusFile, kMaxStatusFile);
   if (!status) return fail(status.error());
   if (!*status) {
@@ -134,20 +144,23 @@ Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchR
     return std::optional<FetchRequest>();
   }
   auto redirect = parse_kernel_status(**status);
-  if (!redirect) return fail(redirect.error().code, request.repo.str() + ": " + redirect.error().message);
+  if (!redirect)
+    return fail(redirect.error().code, request.repo.str() + ": " + redirect.error().message);
   if (!*redirect) return std::optional<FetchRequest>();
   const auto& destination = (*redirect)->destination;
   if (hops >= kMaxRedirectHops) {
     return fail(ErrorCode::malformed_response, request.repo.str() + " redirects more than " +
-                                                   std::to_string(kMaxRedirectHops) + " times (a loop?)");
+                                                   std::to_string(kMaxRedirectHops) +
+                                                   " times (a loop?)");
   }
   // A redirect changes the publisher: the trust decision is taken again for the destination.
   const auto decision = trust::decide_trust(policy_, destination.org, trust_env_);
   if (!decision.allowed) {
-    return fail(decision.code, request.repo.str() + " redirects to " + destination.str() + ", which is refused: " +
-                                   decision.reason);
+    return fail(decision.code, request.repo.str() + " redirects to " + destination.str() +
+                                   ", which is refused: " + decision.reason);
   }
-  spdlog::warn("{} redirects to {} (revision {})", request.repo.str(), destination.str(), (*redirect)->revision);
+  spdlog::warn("{} redirects to {} (revision {})", request.repo.str(), destination.str(),
+               (*redirect)->revision);
   FetchRequest next = request;
   next.repo = destination;
   next.version.reset();
@@ -155,7 +168,8 @@ Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchR
   return std::optional<FetchRequest>(std::move(next));
 }
 
-Result<FetchResult> Fetcher::fetch_online(const FetchRequest& request, const ProgressCallback& progress, int hops) {
+Result<FetchResult> Fetcher::fetch_online(const FetchRequest& request,
+                                          const ProgressCallback& progress, int hops) {
   auto commit = resolve_commit(api_, request);
   if (!commit) return fail(commit.error());
   status_missing_ = false;
@@ -166,7 +180,8 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& request, const Pro
   auto build = api_.list_tree(request.repo, *commit, "build", false);
   if (!build) {
     if (build.error().code != ErrorCode::entry_not_found) return fail(build.error());
-    return fail(ErrorCode::no_matching_variant, request.repo.str() + " at " + *commit + " has no build/ folder");
+    return fail(ErrorCode::no_matching_variant,
+                request.repo.str() + " at " + *commit + " has no build/ folder");
   }
   std::vector<std::string> names;
   for (const auto& entry : *build) {

@@ -25,9 +25,9 @@ namespace kernelhub::hub {
 
 struct FetchRequest {
   trust::RepoId repo;
-  std::optional<int> version;            // branch vN
-  std::optional<std::string> revision;   // branch, tag or commit sha
-  std::optional<std::string> variant;    // exact build/ folder name
+  std::optional<int> version;           // branch vN
+  std::optional<std::string> revision;  // branch, tag or commit sha
+  std::optional<std::string> variant;   // exact build/ folder name
   bool all_variants = false;
   PlatformOverrides platform;
   // Exact platform to select for (tests, daemons); skips detect_platform.
@@ -61,11 +61,12 @@ class Fetcher {
 
  private:
   // `hops`: kernel-status.toml redirects followed so far (bounded, each trust-checked).
-  Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress, int hops = 0);
+  Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress,
+                                   int hops = 0);
   // The destination request when the repo's kernel-status.toml redirects, after the trust
   // decision for the destination's publisher; nullopt when there is no redirect.
-  Result<std::optional<FetchRequest>> follow_status_redirect(const FetchRequest& request, const std::string& commit,
-                                                             int hops);
+  Result<std::optional<FetchRequest>> follow_status_redirect(const FetchRequest& request,
+                                                             const std::string& commit, int hops);
   Result<FetchResult> fetch_from_cache(const FetchRequest& request);
   Result<std::vector<std::string>> choose_variants(const FetchRequest& request,
                                                    const std::vector<std::string>& names) const;

@@ -28,14 +28,14 @@ struct HttpRequest {
   bool follow_redirects = false;
   std::optional<std::chrono::milliseconds> timeout;  // default: HubConfig::etag_timeout
   std::optional<std::size_t> max_body;               // default: HubConfig::max_api_body
-  bool retry = true;                                  // retry timeouts/408/429/5xx
+  bool retry = true;                                 // retry timeouts/408/429/5xx
 };
 
 struct HttpResponse {
   int status = 0;
   HeaderMap headers;  // of the final response only
   std::string body;
-  std::string url;    // effective URL after redirects
+  std::string url;  // effective URL after redirects
 
   std::optional<std::string> header(std::string_view lower_name) const;
 };
@@ -72,7 +72,8 @@ std::optional<int> retry_after_seconds(const HeaderMap& headers);
 // Typed error for a non-2xx/3xx response: X-Error-Code first (RepoNotFound,
 // RevisionNotFound, EntryNotFound, GatedRepo), then 401/403 -> unauthorized,
 // 429 -> rate_limited, else http_status; message includes X-Error-Message / JSON "error".
-Error map_http_error(int status, const HeaderMap& headers, std::string_view body, std::string_view url);
+Error map_http_error(int status, const HeaderMap& headers, std::string_view body,
+                     std::string_view url);
 
 bool is_retryable_status(int status);
 

@@ -20,8 +20,10 @@ std::string lower(std::string_view text) {
 }
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   return text;
 }
 
@@ -79,16 +81,19 @@ std::optional<std::string> parse_link_next(std::string_view link_header) {
     if (close == std::string_view::npos) return std::nullopt;
     const std::string_view url = link_header.substr(open + 1, close - open - 1);
     auto end = link_header.find('<', close);
-    const std::string_view params = link_header.substr(close + 1, end == std::string_view::npos ? end : end - close - 1);
+    const std::string_view params =
+        link_header.substr(close + 1, end == std::string_view::npos ? end : end - close - 1);
     std::size_t p = 0;
     while (p < params.size()) {
       auto semi = params.find(';', p);
-      std::string_view param = trim(params.substr(p, semi == std::string_view::npos ? semi : semi - p));
+      std::string_view param =
+          trim(params.substr(p, semi == std::string_view::npos ? semi : semi - p));
       p = semi == std::string_view::npos ? params.size() : semi + 1;
       const auto eq = param.find('=');
       if (eq == std::string_view::npos || lower(trim(param.substr(0, eq))) != "rel") continue;
       std::string_view value = trim(param.substr(eq + 1));
-      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+        value = value.substr(1, value.size() - 2);
       value = trim(value);
       // rel may hold several space-separated relation types.
       std::size_t q = 0;
@@ -120,15 +125,18 @@ std::optional<int> retry_after_seconds(const HeaderMap& headers) {
       if (semi == std::string_view::npos) break;
       p = semi + 1;
     }
-    if (reset && *reset >= 0 && (!remaining || *remaining == 0)) return static_cast<int>(std::min(*reset + 1, 3600LL));
+    if (reset && *reset >= 0 && (!remaining || *remaining == 0))
+      return static_cast<int>(std::min(*reset + 1, 3600LL));
   }
   if (auto it = headers.find("retry-after"); it != headers.end()) {
-    if (auto seconds = to_int(it->second); seconds && *seconds >= 0) return static_cast<int>(std::min(*seconds, 3600LL));
+    if (auto seconds = to_int(it->second); seconds && *seconds >= 0)
+      return static_cast<int>(std::min(*seconds, 3600LL));
   }
   return std::nullopt;
 }
 
-Error map_http_error(int status, const HeaderMap& headers, std::string_view body, std::string_view url) {
+Error map_http_error(int status, const HeaderMap& headers, std::string_view body,
+                     std::string_view url) {
   const std::string message = server_message(headers, body);
   const auto with = [&](std::string what) {
     what += " (HTTP " + std::to_string(status) + " from " + std::string(url) + ")";
@@ -136,11 +144,14 @@ Error map_http_error(int status, const HeaderMap& headers, std::string_view body
     return what;
   };
   std::string code;
-  if (auto it = headers.find("x-error-code"); it != headers.end()) code = std::string(trim(it->second));
+  if (auto it = headers.find("x-error-code"); it != headers.end())
+    code = std::string(trim(it->second));
   if (code == "RepoNotFound") return {ErrorCode::repo_not_found, with("repository not found")};
-  if (code == "RevisionNotFound") return {ErrorCode::revision_not_found, with("revision not found")};
+  if (code == "RevisionNotFound")
+    return {ErrorCode::revision_not_found, with("revision not found")};
   if (code == "EntryNotFound") return {ErrorCode::entry_not_found, with("file not found")};
-  if (code == "GatedRepo") return {ErrorCode::gated, with("gated repository: request access on the Hub and set HF_TOKEN")};
+  if (code == "GatedRepo")
+    return {ErrorCode::gated, with("gated repository: request access on the Hub and set HF_TOKEN")};
   if (status == 401 || status == 403) {
     return {ErrorCode::unauthorized, with("not authorized: check HF_TOKEN and its permissions")};
   }
@@ -149,7 +160,8 @@ Error map_http_error(int status, const HeaderMap& headers, std::string_view body
 }
 
 bool is_retryable_status(int status) {
-  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 ||
+         status == 504;
 }
 
 void add_header_line(HeaderMap& headers, std::string_view line) {
@@ -174,7 +186,8 @@ std::string url_encode(std::string_view text, bool keep_slash) {
   std::size_t start = 0;
   while (start <= text.size()) {
     auto slash = keep_slash ? text.find('/', start) : std::string_view::npos;
-    const auto segment = text.substr(start, slash == std::string_view::npos ? slash : slash - start);
+    const auto segment =
+        text.substr(start, slash == std::string_view::npos ? slash : slash - start);
     char* escaped = curl_easy_escape(nullptr, segment.data(), static_cast<int>(segment.size()));
     if (escaped != nullptr) {
       out += escaped;

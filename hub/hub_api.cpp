@@ -19,20 +19,23 @@ std::optional<std::uint64_t> to_size(const std::optional<std::string>& text) {
 // "/a/b" against "http://h:1/x/y" -> "http://h:1/a/b". Only host-less targets are
 // followed on HEAD, as huggingface_hub does; the query string is kept.
 std::optional<std::string> resolve_relative(const std::string& base, const std::string& location) {
-  if (location.find("://") != std::string::npos || location.rfind("//", 0) == 0) return std::nullopt;
+  if (location.find("://") != std::string::npos || location.rfind("//", 0) == 0)
+    return std::nullopt;
   const auto scheme_end = base.find("://");
   if (scheme_end == std::string::npos) return std::nullopt;
   const auto path_start = base.find('/', scheme_end + 3);
   const std::string origin = path_start == std::string::npos ? base : base.substr(0, path_start);
   if (!location.empty() && location.front() == '/') return origin + location;
-  const std::string dir = path_start == std::string::npos ? "/" : base.substr(0, base.rfind('/') + 1);
+  const std::string dir =
+      path_start == std::string::npos ? "/" : base.substr(0, base.rfind('/') + 1);
   return (path_start == std::string::npos ? origin + "/" : dir) + location;
 }
 
 }  // namespace
 
 std::string HubApi::api_base(const trust::RepoId& repo, RepoKind kind) const {
-  return config_.endpoint + (kind == RepoKind::kernel ? "/api/kernels/" : "/api/models/") + repo.str();
+  return config_.endpoint + (kind == RepoKind::kernel ? "/api/kernels/" : "/api/models/") +
+         repo.str();
 }
 
 RepoKind HubApi::kind(const trust::RepoId& repo) const {
@@ -59,7 +62,8 @@ Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build
     remember(repo, first);
     return result;
   }
-  if (known || first != RepoKind::kernel || result.error().code != ErrorCode::repo_not_found) return result;
+  if (known || first != RepoKind::kernel || result.error().code != ErrorCode::repo_not_found)
+    return result;
   // Legacy kernel repos live under the model type.
   auto fallback = http_.send(build(RepoKind::model));
   if (!fallback) {
@@ -111,7 +115,8 @@ Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std:
     const auto link = page.header("link");
     const auto next = link ? parse_link_next(*link) : std::nullopt;
     if (!next) break;
-    if (pages >= kMaxTreePages) return fail(ErrorCode::malformed_response, "tree listing has too many pages");
+    if (pages >= kMaxTreePages)
+      return fail(ErrorCode::malformed_response, "tree listing has too many pages");
     HttpRequest request;
     request.url = next->find("://") == std::string::npos ? config_.endpoint + *next : *next;
     auto response = http_.send(request);
@@ -121,13 +126,17 @@ Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std:
   return entries;
 }
 
-std::string HubApi::resolve_url(const trust::RepoId& repo, std::string_view commit, std::string_view path) const {
+std::string HubApi::resolve_url(const trust::RepoId& repo, std::string_view commit,
+                                std::string_view path) const {
   const std::string prefix = kind(repo) == RepoKind::kernel ? "/kernels/" : "/";
-  return config_.endpoint + prefix + repo.str() + "/resolve/" + url_encode(commit, false) + "/" + url_encode(path, true);
+  return config_.endpoint + prefix + repo.str() + "/resolve/" + url_encode(commit, false) + "/" +
+         url_encode(path, true);
 }
 
-Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoId& repo, std::string_view commit,
-                                                              std::string_view path, std::size_t cap) {
+Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoId& repo,
+                                                              std::string_view commit,
+                                                              std::string_view path,
+                                                              std::size_t cap) {
   HttpRequest request;
   request.url = resolve_url(repo, commit, path);
   request.follow_redirects = true;
@@ -141,13 +150,14 @@ Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoI
   return std::optional<std::string>(std::move(response->body));
 }
 
-Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_view commit, std::string_view path) {
+Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_view commit,
+                                       std::string_view path) {
   auto response = send_with_fallback(repo, [&](RepoKind kind) {
     HttpRequest request;
     request.method = "HEAD";
     const std::string prefix = kind == RepoKind::kernel ? "/kernels/" : "/";
-    request.url = config_.endpoint + prefix + repo.str() + "/resolve/" + url_encode(commit, false) + "/" +
-                  url_encode(path, true);
+    request.url = config_.endpoint + prefix + repo.str() + "/resolve/" + url_encode(commit, false) +
+                  "/" + url_encode(path, true);
     return request;
   });
   if (!response) return fail(response.error());
@@ -155,10 +165,13 @@ Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_vi
   // and its metadata is read from the 3xx itself.
   for (int hops = 0; response->status >= 300 && response->status < 400; ++hops) {
     const auto location = response->header("location");
-    if (!location) return fail(ErrorCode::malformed_response, "redirect without Location for " + std::string(path));
+    if (!location)
+      return fail(ErrorCode::malformed_response,
+                  "redirect without Location for " + std::string(path));
     const auto next = resolve_relative(response->url, *location);
     if (!next) break;
-    if (hops >= kMaxRelativeRedirects) return fail(ErrorCode::malformed_response, "too many redirects for " + std::string(path));
+    if (hops >= kMaxRelativeRedirects)
+      return fail(ErrorCode::malformed_response, "too many redirects for " + std::string(path));
     HttpRequest request;
     request.method = "HEAD";
     request.url = *next;
@@ -175,8 +188,10 @@ Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_vi
   if (!size && !redirect) size = to_size(response->header("content-length"));
   meta.location = redirect ? response->header("location").value_or(response->url) : response->url;
   meta.is_lfs = linked_etag.has_value() || meta.etag.size() == 64;
-  if (!is_commit_sha(meta.commit)) return fail(ErrorCode::malformed_response, "no X-Repo-Commit for " + std::string(path));
-  if (meta.etag.empty()) return fail(ErrorCode::malformed_response, "no ETag for " + std::string(path));
+  if (!is_commit_sha(meta.commit))
+    return fail(ErrorCode::malformed_response, "no X-Repo-Commit for " + std::string(path));
+  if (meta.etag.empty())
+    return fail(ErrorCode::malformed_response, "no ETag for " + std::string(path));
   if (!size) return fail(ErrorCode::malformed_response, "no size for " + std::string(path));
   meta.size = *size;
   return meta;

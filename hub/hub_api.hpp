@@ -34,7 +34,7 @@ struct RepoRefs {
 struct TreeEntry {
   std::string path;  // validated by trust::validate_repo_path
   bool is_file = false;
-  std::string oid;   // git blob sha1 (files) or tree sha1 (folders)
+  std::string oid;  // git blob sha1 (files) or tree sha1 (folders)
   std::uint64_t size = 0;
   std::optional<std::string> lfs_sha256;  // LFS files: sha256 of the content
 
@@ -44,8 +44,8 @@ struct TreeEntry {
 };
 
 struct FileMetadata {
-  std::string commit;    // X-Repo-Commit
-  std::string etag;      // X-Linked-Etag, else ETag; normalized
+  std::string commit;  // X-Repo-Commit
+  std::string etag;    // X-Linked-Etag, else ETag; normalized
   std::uint64_t size = 0;
   std::string location;  // where the bytes are (an absolute redirect target, or the URL)
   bool is_lfs = false;
@@ -62,14 +62,17 @@ class HubApi {
   // hostile or malformed entry fails the whole listing (unsafe_path / malformed_response).
   Result<std::vector<TreeEntry>> list_tree(const trust::RepoId& repo, std::string_view commit,
                                            std::string_view path_in_repo, bool recursive);
-  Result<FileMetadata> head_file(const trust::RepoId& repo, std::string_view commit, std::string_view path);
+  Result<FileMetadata> head_file(const trust::RepoId& repo, std::string_view commit,
+                                 std::string_view path);
   // The bytes of a small file at a commit (at most `cap`); nullopt when the Hub answers
   // EntryNotFound (the normal case for optional files such as kernel-status.toml).
-  Result<std::optional<std::string>> read_optional_file(const trust::RepoId& repo, std::string_view commit,
+  Result<std::optional<std::string>> read_optional_file(const trust::RepoId& repo,
+                                                        std::string_view commit,
                                                         std::string_view path, std::size_t cap);
 
   // {endpoint}/kernels/{repo}/resolve/{commit}/{path} (or the model form for legacy repos).
-  std::string resolve_url(const trust::RepoId& repo, std::string_view commit, std::string_view path) const;
+  std::string resolve_url(const trust::RepoId& repo, std::string_view commit,
+                          std::string_view path) const;
   RepoKind kind(const trust::RepoId& repo) const;
   const HubConfig& config() const { return config_; }
 

@@ -24,8 +24,8 @@ struct HubConfig {
   // Retry-After / RateLimit of N seconds waits N units. KERNELHUB_RETRY_BASE_MS scales it
   // (tests use a few ms).
   std::chrono::milliseconds retry_base{1000};
-  std::size_t max_api_body = 16u << 20;       // any API JSON response
-  std::size_t max_metadata_body = 1u << 20;   // build/<variant>/metadata.json
+  std::size_t max_api_body = 16u << 20;      // any API JSON response
+  std::size_t max_metadata_body = 1u << 20;  // build/<variant>/metadata.json
   int max_parallel_downloads = 8;
 
   static HubConfig from(const trust::Environment& env);

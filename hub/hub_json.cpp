@@ -11,11 +11,14 @@ namespace {
 
 using nlohmann::json;
 
-Unexpected malformed(std::string what) { return fail(ErrorCode::malformed_response, std::move(what)); }
+Unexpected malformed(std::string what) {
+  return fail(ErrorCode::malformed_response, std::move(what));
+}
 
 Result<json> parse(std::string_view body, std::string_view what) {
   auto value = json::parse(body.begin(), body.end(), nullptr, false);
-  if (value.is_discarded()) return malformed("invalid JSON in the " + std::string(what) + " response");
+  if (value.is_discarded())
+    return malformed("invalid JSON in the " + std::string(what) + " response");
   return value;
 }
 
@@ -40,7 +43,8 @@ Result<std::vector<GitRef>> parse_ref_list(const json& data, const char* key) {
     if (!item.is_object()) return malformed("refs: entry is not an object");
     auto name = string_field(item, "name");
     auto target = string_field(item, "targetCommit");
-    if (!name || !target || !is_commit_sha(*target)) return malformed("refs: entry without name or 40-hex targetCommit");
+    if (!name || !target || !is_commit_sha(*target))
+      return malformed("refs: entry without name or 40-hex targetCommit");
     refs.push_back({*name, string_field(item, "ref").value_or(""), *target});
   }
   return refs;
@@ -83,10 +87,12 @@ Result<std::vector<TreeEntry>> parse_tree_json(std::string_view body, std::strin
     // Hostile names are refused here, before anything else sees them.
     auto safe = trust::validate_repo_path(*path);
     if (!safe) return fail(safe.error());
-    if (!under.empty() && !(path->size() > under.size() && path->compare(0, under.size(), under) == 0 &&
-                            (*path)[under.size()] == '/')) {
+    if (!under.empty() &&
+        !(path->size() > under.size() && path->compare(0, under.size(), under) == 0 &&
+          (*path)[under.size()] == '/')) {
       return fail(ErrorCode::unsafe_path, "tree entry '" + trust::sanitize_for_message(*path) +
-                                              "' is outside the listed folder '" + std::string(under) + "'");
+                                              "' is outside the listed folder '" +
+                                              std::string(under) + "'");
     }
     TreeEntry entry;
     entry.path = std::move(*safe);
@@ -96,11 +102,14 @@ Result<std::vector<TreeEntry>> parse_tree_json(std::string_view body, std::strin
       auto size = size_field(item, "size");
       if (!size) return malformed("tree entry '" + entry.path + "' has no size");
       entry.size = *size;
-      if (!trust::is_lower_hex(entry.oid, 40)) return malformed("tree entry '" + entry.path + "' has no 40-hex oid");
+      if (!trust::is_lower_hex(entry.oid, 40))
+        return malformed("tree entry '" + entry.path + "' has no 40-hex oid");
       if (const auto lfs = item.find("lfs"); lfs != item.end() && !lfs->is_null()) {
-        if (!lfs->is_object()) return malformed("tree entry '" + entry.path + "' has a malformed lfs field");
+        if (!lfs->is_object())
+          return malformed("tree entry '" + entry.path + "' has a malformed lfs field");
         auto oid = string_field(*lfs, "oid");
-        if (!oid || !trust::is_lower_hex(*oid, 64)) return malformed("tree entry '" + entry.path + "' has no 64-hex lfs oid");
+        if (!oid || !trust::is_lower_hex(*oid, 64))
+          return malformed("tree entry '" + entry.path + "' has no 64-hex lfs oid");
         if (auto lfs_size = size_field(*lfs, "size"); lfs_size && *lfs_size != entry.size) {
           return malformed("tree entry '" + entry.path + "' has inconsistent sizes");
         }

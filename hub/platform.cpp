@@ -72,7 +72,8 @@ Result<TorchInfo> read_torch_version_file(const fs::path& file) {
   }
   if (!info) {
     return fail(ErrorCode::invalid_argument,
-                "no torch __version__ in " + file.string() + "; set KERNELHUB_TORCH_VERSION or pass --torch-version");
+                "no torch __version__ in " + file.string() +
+                    "; set KERNELHUB_TORCH_VERSION or pass --torch-version");
   }
   if (cuda) info->cuda_token = cuda;  // the authoritative field; the local tag is a fallback
   return *info;
@@ -94,22 +95,26 @@ std::optional<fs::path> find_torch_version_file(const fs::path& venv) {
 }
 
 Result<TorchInfo> detect_torch(const trust::Environment& env, const PlatformOverrides& overrides) {
-  const auto from_text = [](const std::string& text, const std::string& source) -> Result<TorchInfo> {
+  const auto from_text = [](const std::string& text,
+                            const std::string& source) -> Result<TorchInfo> {
     if (auto info = parse_torch_version(text)) return *info;
-    return fail(ErrorCode::invalid_argument, "invalid torch version '" + text + "' from " + source +
-                                                 " (expected MAJOR.MINOR, e.g. 2.15 or 2.15.0+cu132)");
+    return fail(ErrorCode::invalid_argument,
+                "invalid torch version '" + text + "' from " + source +
+                    " (expected MAJOR.MINOR, e.g. 2.15 or 2.15.0+cu132)");
   };
   if (overrides.torch_version) return from_text(*overrides.torch_version, "--torch-version");
-  if (const auto value = env.get("KERNELHUB_TORCH_VERSION")) return from_text(*value, "KERNELHUB_TORCH_VERSION");
-  for (const auto& venv : {env.get("VIRTUAL_ENV").value_or(""), std::string(KERNELHUB_DEFAULT_VENV)}) {
+  if (const auto value = env.get("KERNELHUB_TORCH_VERSION"))
+    return from_text(*value, "KERNELHUB_TORCH_VERSION");
+  for (const auto& venv :
+       {env.get("VIRTUAL_ENV").value_or(""), std::string(KERNELHUB_DEFAULT_VENV)}) {
     if (venv.empty()) continue;
     if (const auto file = find_torch_version_file(venv)) return read_torch_version_file(*file);
   }
   return TorchInfo{};
 }
 
-Result<std::string> detect_backend(const trust::Environment& env, const PlatformOverrides& overrides,
-                                   const TorchInfo& torch) {
+Result<std::string> detect_backend(const trust::Environment& env,
+                                   const PlatformOverrides& overrides, const TorchInfo& torch) {
   std::optional<std::string> requested = overrides.backend;
   std::string source = "--backend";
   if (!requested) {
@@ -123,13 +128,16 @@ Result<std::string> detect_backend(const trust::Environment& env, const Platform
   }
   if (*requested == "cuda") {
     if (torch.cuda_token) return *torch.cuda_token;
-    return fail(ErrorCode::invalid_argument,
-                source + "=cuda, but the detected torch has no CUDA version; give the CUDA token, e.g. cu132");
+    return fail(
+        ErrorCode::invalid_argument,
+        source +
+            "=cuda, but the detected torch has no CUDA version; give the CUDA token, e.g. cu132");
   }
   if (parse_backend_token(*requested)) return *requested;
-  return fail(ErrorCode::invalid_argument, "invalid backend '" + *requested + "' from " + source +
-                                               " (expected cpu, cuda, cuXY, rocmXY, xpuYYYYN, cannXY, metal, "
-                                               "neuron or tpu)");
+  return fail(ErrorCode::invalid_argument,
+              "invalid backend '" + *requested + "' from " + source +
+                  " (expected cpu, cuda, cuXY, rocmXY, xpuYYYYN, cannXY, metal, "
+                  "neuron or tpu)");
 }
 
 std::string lower(std::string text) {
@@ -148,7 +156,8 @@ std::string Platform::describe() const {
   return out.str();
 }
 
-Result<Platform> detect_platform(const trust::Environment& env, const PlatformOverrides& overrides) {
+Result<Platform> detect_platform(const trust::Environment& env,
+                                 const PlatformOverrides& overrides) {
   auto torch = detect_torch(env, overrides);
   if (!torch) return fail(torch.error());
   auto backend = detect_backend(env, overrides, *torch);

@@ -21,7 +21,8 @@ struct TransferWatch {
   }
 
   // CURLOPT_XFERINFOFUNCTION with CURLOPT_XFERINFODATA = this; non-zero aborts.
-  static int callback(void* self, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
+  static int callback(void* self, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                      curl_off_t ulnow) {
     (void)dltotal;
     (void)ultotal;
     auto& watch = *static_cast<TransferWatch*>(self);

@@ -11,7 +11,9 @@
 namespace kernelhub::hub {
 namespace {
 
-std::string version_str(int major, int minor) { return std::to_string(major) + "." + std::to_string(minor); }
+std::string version_str(int major, int minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
 
 // The backend this platform selects; a token we cannot parse is kept opaque so it can
 // still match variants that spell it the same way.
@@ -21,14 +23,16 @@ BackendToken platform_backend(const Platform& platform) {
 }
 
 // Empty when acceptable, else why not.
-std::string arch_rejection(const ParsedVariant& v, const Platform& p, const BackendToken& selected) {
+std::string arch_rejection(const ParsedVariant& v, const Platform& p,
+                           const BackendToken& selected) {
   if (v.cpu != p.arch) return "built for CPU " + v.cpu + ", this machine is " + p.arch;
   if (v.os != p.os) return "built for OS " + v.os + ", this machine runs " + p.os;
   const std::string torch = version_str(p.torch_major, p.torch_minor);
   switch (v.framework) {
     case Framework::torch:
       if (v.major != p.torch_major || v.minor != p.torch_minor) {
-        return "built for torch " + version_str(v.major, v.minor) + ", this environment has torch " + torch;
+        return "built for torch " + version_str(v.major, v.minor) +
+               ", this environment has torch " + torch;
       }
       // The ABI flag only exists on Linux; elsewhere any tagged build is unusable.
       if (v.cxx11_abi && (p.os != "linux" || *v.cxx11_abi != p.cxx11_abi)) {
@@ -39,7 +43,8 @@ std::string arch_rejection(const ParsedVariant& v, const Platform& p, const Back
       break;
     case Framework::torch_stable_abi:
       if (std::pair{v.major, v.minor} > std::pair{p.torch_major, p.torch_minor}) {
-        return "stable ABI " + version_str(v.major, v.minor) + " needs torch >= " + version_str(v.major, v.minor) +
+        return "stable ABI " + version_str(v.major, v.minor) +
+               " needs torch >= " + version_str(v.major, v.minor) +
                ", this environment has torch " + torch;
       }
       break;
@@ -50,9 +55,9 @@ std::string arch_rejection(const ParsedVariant& v, const Platform& p, const Back
   }
   if (selected.family == "cuda" && v.backend.family == "cuda") {
     if (v.backend.major != selected.major || v.backend.minor > selected.minor) {
-      return "built for CUDA " + version_str(v.backend.major, v.backend.minor) + ", this machine has CUDA " +
-             version_str(selected.major, selected.minor) + " (needs the same major and a minor <= " +
-             std::to_string(selected.minor) + ")";
+      return "built for CUDA " + version_str(v.backend.major, v.backend.minor) +
+             ", this machine has CUDA " + version_str(selected.major, selected.minor) +
+             " (needs the same major and a minor <= " + std::to_string(selected.minor) + ")";
     }
   } else if (v.backend.token != selected.token) {
     return "built for backend " + v.backend.token + ", this machine uses " + selected.token;
@@ -78,7 +83,8 @@ using SortKey = std::array<int, 5>;
 SortKey sort_key(const ParsedVariant* v, bool accepted) {
   const int decision = accepted ? 0 : 1;
   if (v == nullptr) return {1, 3, 0, 0, 0};
-  if (v->framework == Framework::noarch) return {decision, 2, 0, 0, v->noarch_backend == "universal" ? 1 : 0};
+  if (v->framework == Framework::noarch)
+    return {decision, 2, 0, 0, v->noarch_backend == "universal" ? 1 : 0};
   const int backend_order = v->backend.versioned ? -v->backend.minor : 0;
   switch (v->framework) {
     case Framework::torch_stable_abi:
@@ -92,7 +98,8 @@ SortKey sort_key(const ParsedVariant* v, bool accepted) {
 
 }  // namespace
 
-std::vector<VariantCandidate> rank_variants(const std::vector<std::string>& names, const Platform& platform) {
+std::vector<VariantCandidate> rank_variants(const std::vector<std::string>& names,
+                                            const Platform& platform) {
   const BackendToken selected = platform_backend(platform);
   struct Entry {
     VariantCandidate candidate;
@@ -113,18 +120,21 @@ std::vector<VariantCandidate> rank_variants(const std::vector<std::string>& name
     entries.push_back({std::move(c), key});
   }
   // Stable: ties (e.g. a cpu tvm-ffi build vs torch-cpu) keep the listing order.
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.key < b.key; });
   std::vector<VariantCandidate> ranked;
   ranked.reserve(entries.size());
   for (auto& e : entries) ranked.push_back(std::move(e.candidate));
   return ranked;
 }
 
-Result<std::string> select_variant(const std::vector<std::string>& names, const Platform& platform) {
+Result<std::string> select_variant(const std::vector<std::string>& names,
+                                   const Platform& platform) {
   const auto ranked = rank_variants(names, platform);
   if (!ranked.empty() && ranked.front().accepted) return ranked.front().name;
   std::string message = "no build variant fits this machine (" + platform.describe() + ")";
-  if (ranked.empty()) return fail(ErrorCode::no_matching_variant, message + ": the kernel has no build variants");
+  if (ranked.empty())
+    return fail(ErrorCode::no_matching_variant, message + ": the kernel has no build variants");
   message += "; variants found:";
   for (const auto& c : ranked) message += "\n  " + c.name + ": " + c.reason;
   return fail(ErrorCode::no_matching_variant, std::move(message));

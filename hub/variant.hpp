@@ -44,7 +44,8 @@ struct VariantCandidate {
 };
 
 // Every name ranked: accepted ones first in preference order, then the rejected ones.
-std::vector<VariantCandidate> rank_variants(const std::vector<std::string>& names, const Platform& platform);
+std::vector<VariantCandidate> rank_variants(const std::vector<std::string>& names,
+                                            const Platform& platform);
 
 // The preferred acceptable variant; no_matching_variant otherwise, with a message that
 // lists every variant that exists and why each was rejected.

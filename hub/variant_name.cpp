@@ -37,7 +37,8 @@ std::optional<int> to_int(const std::string& digits) {
 }
 
 // Matches `pattern` (two capture groups: major, minor) against the whole of `text`.
-std::optional<std::pair<int, int>> match_version(const std::regex& pattern, const std::string& text) {
+std::optional<std::pair<int, int>> match_version(const std::regex& pattern,
+                                                 const std::string& text) {
   std::smatch m;
   if (!std::regex_match(text, m, pattern)) return std::nullopt;
   const auto major = to_int(m[1].str());

@@ -7,7 +7,8 @@ namespace kernelhub::proto {
 namespace {
 
 Result<void> check_message(const nlohmann::json& message) {
-  if (!message.is_object()) return fail(ErrorCode::malformed_frame, "frame payload is not a JSON object");
+  if (!message.is_object())
+    return fail(ErrorCode::malformed_frame, "frame payload is not a JSON object");
   auto type = message.find("type");
   if (type == message.end() || !type->is_string())
     return fail(ErrorCode::malformed_frame, "frame has no string member 'type'");
@@ -27,7 +28,8 @@ Result<std::string> encode_frame(const nlohmann::json& message, std::size_t max_
   std::string payload = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (payload.size() > max_frame || payload.size() > UINT32_MAX)
     return fail(ErrorCode::frame_too_large, "frame of " + std::to_string(payload.size()) +
-                                                " bytes exceeds the limit of " + std::to_string(max_frame));
+                                                " bytes exceeds the limit of " +
+                                                std::to_string(max_frame));
   const auto n = static_cast<std::uint32_t>(payload.size());
   std::string frame;
   frame.reserve(kFrameHeaderSize + payload.size());
@@ -78,15 +80,19 @@ Result<std::optional<nlohmann::json>> FrameDecoder::next() {
   };
   if (*length > max_frame_)
     return refuse(ErrorCode::frame_too_large, "frame length " + std::to_string(*length) +
-                                                  " exceeds the limit of " + std::to_string(max_frame_));
+                                                  " exceeds the limit of " +
+                                                  std::to_string(max_frame_));
   if (*length == 0) return refuse(ErrorCode::malformed_frame, "frame of length 0");
-  if (buffer_.size() - consumed_ - kFrameHeaderSize < *length) return std::optional<nlohmann::json>{};
+  if (buffer_.size() - consumed_ - kFrameHeaderSize < *length)
+    return std::optional<nlohmann::json>{};
 
   const char* begin = buffer_.data() + consumed_ + kFrameHeaderSize;
   auto message = nlohmann::json::parse(begin, begin + *length, nullptr, /*allow_exceptions=*/false);
   consumed_ += kFrameHeaderSize + *length;
-  if (message.is_discarded()) return refuse(ErrorCode::malformed_frame, "frame payload is not valid JSON");
-  if (auto checked = check_message(message); !checked) return refuse(checked.error().code, checked.error().message);
+  if (message.is_discarded())
+    return refuse(ErrorCode::malformed_frame, "frame payload is not valid JSON");
+  if (auto checked = check_message(message); !checked)
+    return refuse(checked.error().code, checked.error().message);
   return std::optional<nlohmann::json>{std::move(message)};
 }
 

@@ -54,7 +54,8 @@ Result<std::optional<std::uint64_t>> Fields::optional_uint(const char* key) cons
 Result<std::int64_t> Fields::int64(const char* key) const {
   const auto* v = find(key);
   if (v && v->is_number_integer() &&
-      (!v->is_number_unsigned() || v->get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max()))
+      (!v->is_number_unsigned() ||
+       v->get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max()))
     return v->get<std::int64_t>();
   return invalid(key, "an integer");
 }

@@ -34,9 +34,12 @@ json to_json(const FetchRequest& m) {
 }
 
 json to_json(const Progress& m) {
-  return json{{"type", "progress"},          {"id", m.id},
-              {"file", m.file},              {"bytes_done", m.bytes_done},
-              {"bytes_total", m.bytes_total}, {"files_done", m.files_done},
+  return json{{"type", "progress"},
+              {"id", m.id},
+              {"file", m.file},
+              {"bytes_done", m.bytes_done},
+              {"bytes_total", m.bytes_total},
+              {"files_done", m.files_done},
               {"files_total", m.files_total}};
 }
 
@@ -49,10 +52,14 @@ json to_json(const FetchedFile& m) {
 json to_json(const Fetched& m) {
   json files = json::array();
   for (const auto& file : m.files) files.push_back(to_json(file));
-  return json{{"type", "fetched"},       {"id", m.id},
-              {"repo", m.repo},           {"commit", m.commit},
-              {"variants", m.variants},   {"from_cache", m.from_cache},
-              {"snapshot_path", m.snapshot_path}, {"files", std::move(files)}};
+  return json{{"type", "fetched"},
+              {"id", m.id},
+              {"repo", m.repo},
+              {"commit", m.commit},
+              {"variants", m.variants},
+              {"from_cache", m.from_cache},
+              {"snapshot_path", m.snapshot_path},
+              {"files", std::move(files)}};
 }
 
 json to_json(const StatusRequest& m) { return json{{"type", "status"}, {"id", m.id}}; }
@@ -69,8 +76,8 @@ json to_json(const Counters& c) {
 }
 
 json to_json(const StatusReply& m) {
-  return json{{"type", "status"},     {"id", m.id},
-              {"daemon", m.daemon},   {"pid", m.pid},
+  return json{{"type", "status"},       {"id", m.id},
+              {"daemon", m.daemon},     {"pid", m.pid},
               {"uptime_s", m.uptime_s}, {"cache_root", m.cache_root},
               {"protocol", m.protocol}, {"counters", to_json(m.counters)}};
 }
@@ -87,8 +94,10 @@ json to_json(const VerifyRequest& m) {
 
 json to_json(const VerifyReply& m) {
   json corrupt = json::array();
-  for (const auto& c : m.corrupt) corrupt.push_back({{"repo", c.repo}, {"blob", c.blob}, {"reason", c.reason}});
-  return json{{"type", "verified"}, {"id", m.id}, {"checked", m.checked}, {"corrupt", std::move(corrupt)}};
+  for (const auto& c : m.corrupt)
+    corrupt.push_back({{"repo", c.repo}, {"blob", c.blob}, {"reason", c.reason}});
+  return json{
+      {"type", "verified"}, {"id", m.id}, {"checked", m.checked}, {"corrupt", std::move(corrupt)}};
 }
 
 json to_json(const GcRequest& m) { return json{{"type", "gc"}, {"id", m.id}}; }
@@ -116,7 +125,9 @@ json to_json(const Message& m) {
 std::string_view type_name(const Message& m) {
   struct Namer {
     std::string_view operator()(const Hello&) const { return "hello"; }
-    std::string_view operator()(const FetchRequest& r) const { return r.prefetch ? "prefetch" : "fetch"; }
+    std::string_view operator()(const FetchRequest& r) const {
+      return r.prefetch ? "prefetch" : "fetch";
+    }
     std::string_view operator()(const Progress&) const { return "progress"; }
     std::string_view operator()(const Fetched&) const { return "fetched"; }
     std::string_view operator()(const StatusRequest&) const { return "status"; }

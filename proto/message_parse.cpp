@@ -5,8 +5,8 @@
 #include "proto/messages.hpp"
 
 // Binds `var` to the value of a Result-returning expression or returns its error.
-#define KH_PROTO_GET(var, expr)                                \
-  auto var##_result = (expr);                                  \
+#define KH_PROTO_GET(var, expr)                                                 \
+  auto var##_result = (expr);                                                   \
   if (!var##_result) return ::kernelhub::fail(std::move(var##_result).error()); \
   auto var = std::move(*var##_result)
 
@@ -37,7 +37,8 @@ Result<Message> parse_fetch(const Fields& f, bool prefetch) {
   KH_PROTO_GET(version, f.optional_uint("version"));
   KH_PROTO_GET(revision, f.optional_string("revision"));
   if (version.has_value() == revision.has_value())
-    return fail(ErrorCode::invalid_request, "'fetch' frame: exactly one of 'version' and 'revision' is required");
+    return fail(ErrorCode::invalid_request,
+                "'fetch' frame: exactly one of 'version' and 'revision' is required");
   KH_PROTO_GET(variant, f.optional_string("variant"));
   KH_PROTO_GET(all_variants, f.boolean("all_variants", false));
   KH_PROTO_GET(torch_version, f.optional_string("torch_version"));
@@ -68,7 +69,8 @@ Result<Message> parse_progress(const Fields& f) {
 }
 
 Result<FetchedFile> parse_fetched_file(const nlohmann::json& item) {
-  if (!item.is_object()) return fail(ErrorCode::invalid_request, "'fetched' frame: each of 'files' must be an object");
+  if (!item.is_object())
+    return fail(ErrorCode::invalid_request, "'fetched' frame: each of 'files' must be an object");
   Fields f(item, "fetched.files[]");
   FetchedFile file;
   KH_PROTO_GET(path, f.string("path"));
@@ -109,10 +111,14 @@ Result<Counters> parse_counters(const nlohmann::json& value) {
   Fields f(value, "status.counters");
   Counters c;
   std::pair<const char*, std::uint64_t*> members[] = {
-      {"requests", &c.requests},   {"hits", &c.hits},
-      {"misses", &c.misses},       {"bytes_downloaded", &c.bytes_downloaded},
-      {"upstream_requests", &c.upstream_requests}, {"errors", &c.errors},
-      {"connections", &c.connections}, {"active_connections", &c.active_connections}};
+      {"requests", &c.requests},
+      {"hits", &c.hits},
+      {"misses", &c.misses},
+      {"bytes_downloaded", &c.bytes_downloaded},
+      {"upstream_requests", &c.upstream_requests},
+      {"errors", &c.errors},
+      {"connections", &c.connections},
+      {"active_connections", &c.active_connections}};
   for (auto [key, target] : members) {
     KH_PROTO_GET(n, f.uint(key));
     *target = n;
@@ -131,7 +137,9 @@ Result<Message> parse_status_reply(const Fields& f) {
   if (protocol < 0 || protocol > 1'000'000) return f.invalid("protocol", "a protocol version");
   KH_PROTO_GET(counters_json, f.object("counters"));
   KH_PROTO_GET(counters, parse_counters(*counters_json));
-  m = StatusReply{id, std::move(daemon), pid, uptime, std::move(cache_root), static_cast<int>(protocol), counters};
+  m = StatusReply{id,      std::move(daemon),     pid,
+                  uptime,  std::move(cache_root), static_cast<int>(protocol),
+                  counters};
   return Message{std::move(m)};
 }
 
@@ -193,8 +201,9 @@ Result<Message> parse_id_only(const Fields& f) {
 }
 
 Result<Message> unknown(const std::string& type, Sender sender) {
-  return fail(ErrorCode::unknown_request, "unknown " + std::string(sender == Sender::client ? "request" : "reply") +
-                                              " type '" + type + "'");
+  return fail(ErrorCode::unknown_request,
+              "unknown " + std::string(sender == Sender::client ? "request" : "reply") + " type '" +
+                  type + "'");
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ struct Hello {
 };
 
 // `fetch` or `prefetch`. Exactly one of version/revision. Only the keys the daemon reads are
-// meaningful in env (DIFFUSERS_TRUST_REMOTE_KERNELS, DIFFUSERS_DISABLE_REMOTE_CODE, HF_HUB_OFFLINE).
+// meaningful in env (DIFFUSERS_TRUST_REMOTE_KERNELS, DIFFUSERS_DISABLE_REMOTE_CODE,
+// HF_HUB_OFFLINE).
 struct FetchRequest {
   bool prefetch = false;
   RequestId id = 0;
@@ -63,7 +64,7 @@ struct Progress {
 struct FetchedFile {
   std::string path;  // repo-relative
   std::uint64_t size = 0;
-  std::string sha256;            // hex
+  std::string sha256;             // hex
   std::optional<std::size_t> fd;  // index into the frame's SCM_RIGHTS array
   bool operator==(const FetchedFile&) const = default;
 };
@@ -160,9 +161,9 @@ struct ErrorReply {
   bool operator==(const ErrorReply&) const = default;
 };
 
-using Message = std::variant<Hello, FetchRequest, Progress, Fetched, StatusRequest, StatusReply,
-                             LsRequest, LsReply, VerifyRequest, VerifyReply, GcRequest, GcReply,
-                             ErrorReply>;
+using Message =
+    std::variant<Hello, FetchRequest, Progress, Fetched, StatusRequest, StatusReply, LsRequest,
+                 LsReply, VerifyRequest, VerifyReply, GcRequest, GcReply, ErrorReply>;
 
 // Who sent the frame. `status`, `ls` and `gc` name both a request and its reply.
 enum class Sender { client, daemon };

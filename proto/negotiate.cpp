@@ -9,8 +9,9 @@ Result<Negotiated> negotiate(const Hello& client, int daemon_min, int daemon_max
                              const std::vector<std::string>& daemon_caps) {
   if (client.protocol < 1 || client.protocol < daemon_min)
     return fail(ErrorCode::unsupported_protocol,
-                "client speaks protocol " + std::to_string(client.protocol) + ", this daemon speaks " +
-                    std::to_string(daemon_min) + ".." + std::to_string(daemon_max));
+                "client speaks protocol " + std::to_string(client.protocol) +
+                    ", this daemon speaks " + std::to_string(daemon_min) + ".." +
+                    std::to_string(daemon_max));
   Negotiated settled;
   settled.protocol = std::min(client.protocol, daemon_max);
   for (const auto& cap : client.capabilities) {
@@ -28,7 +29,8 @@ ErrorReply to_error_reply(const Error& error, std::optional<RequestId> id) {
 
 Error to_error(const ErrorReply& reply) {
   if (auto code = error_code_from_string(reply.code)) return Error{*code, reply.message};
-  return Error{ErrorCode::protocol_error, "peer sent unknown error code '" + reply.code + "': " + reply.message};
+  return Error{ErrorCode::protocol_error,
+               "peer sent unknown error code '" + reply.code + "': " + reply.message};
 }
 
 }  // namespace kernelhub::proto

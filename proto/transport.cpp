@@ -14,7 +14,8 @@ using Clock = std::chrono::steady_clock;
 
 Unexpected socket_error(const char* what, int err) {
   const bool gone = err == EPIPE || err == ECONNRESET || err == ENOTCONN;
-  return fail(gone ? ErrorCode::network : ErrorCode::io, std::string(what) + ": " + std::strerror(err));
+  return fail(gone ? ErrorCode::network : ErrorCode::io,
+              std::string(what) + ": " + std::strerror(err));
 }
 
 // Waits for `events`; false on timeout. A negative timeout waits forever.
@@ -38,7 +39,8 @@ int remaining_ms(std::optional<Clock::time_point> deadline) {
 Result<void> send_frame(int socket_fd, const nlohmann::json& message, std::span<const int> fds,
                         std::size_t max_frame) {
   if (fds.size() > kMaxFdsPerFrame)
-    return fail(ErrorCode::invalid_argument, "at most " + std::to_string(kMaxFdsPerFrame) + " fds per frame");
+    return fail(ErrorCode::invalid_argument,
+                "at most " + std::to_string(kMaxFdsPerFrame) + " fds per frame");
   auto frame = encode_frame(message, max_frame);
   if (!frame) return fail(std::move(frame).error());
 
@@ -72,7 +74,8 @@ Result<void> send_frame(int socket_fd, const nlohmann::json& message, std::span<
   return ok();
 }
 
-FrameReader::FrameReader(int socket_fd, std::size_t max_frame) : fd_(socket_fd), decoder_(max_frame) {}
+FrameReader::FrameReader(int socket_fd, std::size_t max_frame)
+    : fd_(socket_fd), decoder_(max_frame) {}
 
 // One recvmsg of at most the bytes the current frame still needs. true: got bytes or EOF.
 Result<bool> FrameReader::fill(std::optional<Clock::time_point> deadline) {
@@ -109,14 +112,16 @@ Result<bool> FrameReader::fill(std::optional<Clock::time_point> deadline) {
       }
     }
     if (msg.msg_flags & MSG_CTRUNC)
-      return fail(ErrorCode::protocol_error, "peer sent more than " + std::to_string(kMaxFdsPerFrame) + " fds");
+      return fail(ErrorCode::protocol_error,
+                  "peer sent more than " + std::to_string(kMaxFdsPerFrame) + " fds");
     if (n == 0) eof_ = true;
     decoder_.feed(std::string_view(data, static_cast<std::size_t>(n)));
     return true;
   }
 }
 
-Result<std::optional<ReceivedFrame>> FrameReader::read(std::optional<std::chrono::milliseconds> timeout) {
+Result<std::optional<ReceivedFrame>> FrameReader::read(
+    std::optional<std::chrono::milliseconds> timeout) {
   std::optional<Clock::time_point> deadline;
   if (timeout) deadline = Clock::now() + *timeout;
   for (;;) {
@@ -134,12 +139,15 @@ Result<std::optional<ReceivedFrame>> FrameReader::read(std::optional<std::chrono
     }
     if (eof_) {
       pending_fds_.clear();
-      if (decoder_.mid_frame()) return fail(ErrorCode::truncated_frame, "connection closed inside a frame");
+      if (decoder_.mid_frame())
+        return fail(ErrorCode::truncated_frame, "connection closed inside a frame");
       return std::optional<ReceivedFrame>{};
     }
     auto filled = fill(deadline);
     if (!filled) return fail(std::move(filled).error());
-    if (!*filled) return fail(ErrorCode::timeout, "no complete frame within " + std::to_string(timeout->count()) + " ms");
+    if (!*filled)
+      return fail(ErrorCode::timeout,
+                  "no complete frame within " + std::to_string(timeout->count()) + " ms");
   }
 }
 

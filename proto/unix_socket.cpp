@@ -18,7 +18,8 @@ Result<sockaddr_un> address_of(const std::filesystem::path& path) {
   const std::string& text = path.native();
   if (text.empty() || text.size() >= sizeof addr.sun_path)
     return fail(ErrorCode::invalid_argument, "socket path '" + text + "' is empty or longer than " +
-                                                 std::to_string(sizeof addr.sun_path - 1) + " bytes");
+                                                 std::to_string(sizeof addr.sun_path - 1) +
+                                                 " bytes");
   std::memcpy(addr.sun_path, text.c_str(), text.size() + 1);
   return addr;
 }
@@ -59,9 +60,11 @@ Result<UniqueFd> listen_unix(const std::filesystem::path& path, int backlog) {
     if (!S_ISSOCK(st.st_mode))
       return fail(ErrorCode::io, path.string() + " exists and is not a socket; not replacing it");
     // A socket file someone still accepts on is live, not stale: never steal it.
-    if (connect_unix(path)) return fail(ErrorCode::io, "another process is listening on " + path.string());
+    if (connect_unix(path))
+      return fail(ErrorCode::io, "another process is listening on " + path.string());
     if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-      return fail(ErrorCode::io, "unlink stale socket " + path.string() + ": " + std::strerror(errno));
+      return fail(ErrorCode::io,
+                  "unlink stale socket " + path.string() + ": " + std::strerror(errno));
   }
   auto fd = new_socket();
   if (!fd) return fd;

@@ -74,7 +74,8 @@ Result<std::vector<unsigned char>> from_base64(std::string_view text) {
   // EVP_DecodeBlock accepts sloppy input and ignores padding in its length, so insist on
   // canonical standard base64 and trim the padding ourselves.
   const auto bad = [&] {
-    return fail(ErrorCode::malformed_response, "not valid base64: '" + std::string(text.substr(0, 100)) + "'");
+    return fail(ErrorCode::malformed_response,
+                "not valid base64: '" + std::string(text.substr(0, 100)) + "'");
   };
   if (text.size() % 4 != 0) return bad();
   std::size_t padding = 0;
@@ -157,7 +158,8 @@ Result<std::uint64_t> read_all(int fd, const std::string& what, Sink&& sink) {
 
 Result<int> open_read(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(ErrorCode::io, "cannot open " + path.string() + ": " + std::strerror(errno));
+  if (fd < 0)
+    return fail(ErrorCode::io, "cannot open " + path.string() + ": " + std::strerror(errno));
   return fd;
 }
 
@@ -165,7 +167,8 @@ Result<int> open_read(const std::filesystem::path& path) {
 
 Result<std::string> sha256_fd_hex(int fd) {
   Sha256 h;
-  auto n = read_all(fd, "fd " + std::to_string(fd), [&](const char* d, std::size_t s) { h.update(d, s); });
+  auto n = read_all(fd, "fd " + std::to_string(fd),
+                    [&](const char* d, std::size_t s) { h.update(d, s); });
   KH_TRY(n);
   return h.final_hex();
 }
@@ -175,7 +178,8 @@ Result<std::string> sha256_file_hex(const std::filesystem::path& path) {
   KH_TRY(fd);
   Fd guard(*fd);
   Sha256 h;
-  auto n = read_all(guard.get(), path.string(), [&](const char* d, std::size_t s) { h.update(d, s); });
+  auto n =
+      read_all(guard.get(), path.string(), [&](const char* d, std::size_t s) { h.update(d, s); });
   KH_TRY(n);
   return h.final_hex();
 }
@@ -189,7 +193,8 @@ Result<std::string> git_blob_sha1_file_hex(const std::filesystem::path& path) {
     return fail(ErrorCode::io, "cannot stat " + path.string() + ": " + std::strerror(errno));
   }
   GitBlobSha1 h(static_cast<std::uint64_t>(st.st_size));
-  auto n = read_all(guard.get(), path.string(), [&](const char* d, std::size_t s) { h.update(d, s); });
+  auto n =
+      read_all(guard.get(), path.string(), [&](const char* d, std::size_t s) { h.update(d, s); });
   KH_TRY(n);
   if (*n != static_cast<std::uint64_t>(st.st_size)) {
     return fail(ErrorCode::io, path.string() + " changed size while being hashed");

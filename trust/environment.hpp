@@ -16,7 +16,8 @@ bool is_truthy(std::string_view value) noexcept;
 class Environment {
  public:
   Environment() = default;
-  explicit Environment(std::map<std::string, std::string, std::less<>> vars) : vars_(std::move(vars)) {}
+  explicit Environment(std::map<std::string, std::string, std::less<>> vars)
+      : vars_(std::move(vars)) {}
 
   static Environment from_process();
 

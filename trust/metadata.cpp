@@ -78,7 +78,8 @@ bool excluded_from_digest(std::string_view relpath) {
   std::size_t start = 0;
   for (;;) {
     const std::size_t end = relpath.find('/', start);
-    const auto segment = relpath.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    const auto segment =
+        relpath.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     if (segment == "__pycache__") return true;
     if (end == std::string_view::npos) return false;
     start = end + 1;
@@ -101,17 +102,20 @@ Result<void> verify_variant_digests(const KernelMetadata& metadata,
     }
     auto expected_hex = base64_to_hex(expected_b64);
     if (!expected_hex || expected_hex->size() != 64) {
-      return fail(ErrorCode::malformed_response,
-                  "metadata.json digest of '" + sanitize_for_message(path) + "' is not a base64 sha256");
+      return fail(
+          ErrorCode::malformed_response,
+          "metadata.json digest of '" + sanitize_for_message(path) + "' is not a base64 sha256");
     }
     if (*expected_hex != it->second) {
-      return fail(ErrorCode::hash_mismatch, "'" + sanitize_for_message(path) + "' has sha256 " + it->second +
-                                                ", metadata.json says " + *expected_hex);
+      return fail(ErrorCode::hash_mismatch, "'" + sanitize_for_message(path) + "' has sha256 " +
+                                                it->second + ", metadata.json says " +
+                                                *expected_hex);
     }
   }
   for (const auto& [path, digest] : actual) {
     if (excluded_from_digest(path) || metadata.file_digests.contains(path)) continue;
-    return fail(ErrorCode::hash_mismatch, "'" + sanitize_for_message(path) + "' is not listed in metadata.json");
+    return fail(ErrorCode::hash_mismatch,
+                "'" + sanitize_for_message(path) + "' is not listed in metadata.json");
   }
   return ok();
 }

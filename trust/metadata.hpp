@@ -33,7 +33,8 @@ bool excluded_from_digest(std::string_view relpath);
 // Compares a variant's actual files (relpath -> sha256 hex) with metadata.json. No digest
 // in the metadata: ok. Algorithm other than sha256: hash_mismatch. A listed file missing:
 // entry_not_found; a different digest or an unlisted file: hash_mismatch naming the file.
-Result<void> verify_variant_digests(const KernelMetadata& metadata,
-                                    const std::map<std::string, std::string>& actual_sha256_hex_by_relpath);
+Result<void> verify_variant_digests(
+    const KernelMetadata& metadata,
+    const std::map<std::string, std::string>& actual_sha256_hex_by_relpath);
 
 }  // namespace kernelhub::trust

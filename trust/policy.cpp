@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <vector>
 #include <sstream>
+#include <vector>
 
 namespace kernelhub::trust {
 
@@ -16,7 +16,8 @@ TrustEnvironment TrustEnvironment::from(const Environment& env) {
   return TrustEnvironment{env.is_true(kTrustRemoteKernelsVar), env.is_true(kDisableRemoteCodeVar)};
 }
 
-TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org, const TrustEnvironment& env) {
+TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org,
+                           const TrustEnvironment& env) {
   const std::string quoted = "'" + std::string(org) + "'";
   // Disable wins over everything, kernels-community included.
   if (env.disable_remote_code) {
@@ -27,7 +28,8 @@ TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org, cons
   if (policy.disable_remote_code) {
     return {false, ErrorCode::remote_code_disabled,
             "remote kernels are disabled by the administrator's policy (disable_remote_code): "
-            "kernels from " + quoted + " cannot be loaded on this host"};
+            "kernels from " +
+                quoted + " cannot be loaded on this host"};
   }
   if (policy.trusted_publishers.contains(std::string(org))) {
     return {true, ErrorCode::untrusted_publisher, "publisher " + quoted + " is trusted"};
@@ -40,7 +42,8 @@ TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org, cons
   // A client's opt-in never widens trust past what the admin allows.
   if (!policy.allow_any_opt_in && !policy.opt_in_publishers.contains(std::string(org))) {
     return {false, ErrorCode::untrusted_publisher,
-            "publisher " + quoted + " is not trusted and the administrator's policy does not allow opting into it: " +
+            "publisher " + quoted +
+                " is not trusted and the administrator's policy does not allow opting into it: " +
                 std::string(kTrustRemoteKernelsVar) + " is ignored for " + quoted +
                 " (ask the admin to add it to [trust] opt_in)"};
   }
@@ -50,7 +53,8 @@ TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org, cons
 
 namespace {
 
-Result<std::set<std::string>> string_set(const toml::node& node, std::string_view source, std::string_view key) {
+Result<std::set<std::string>> string_set(const toml::node& node, std::string_view source,
+                                         std::string_view key) {
   const auto* array = node.as_array();
   if (array == nullptr) {
     return fail(ErrorCode::policy, std::string(source) + ": [trust] " + std::string(key) +
@@ -99,15 +103,17 @@ std::optional<std::uint32_t> lookup_id(const std::string& name, bool user) {
 }
 
 // allow_users / allow_groups: names (resolved now) or non-negative integer ids.
-Result<std::set<std::uint32_t>> id_set(const toml::node& node, const std::string& source, std::string_view key,
-                                       bool user) {
+Result<std::set<std::uint32_t>> id_set(const toml::node& node, const std::string& source,
+                                       std::string_view key, bool user) {
   const std::string where = source + ": [daemon] " + std::string(key);
   const auto* array = node.as_array();
-  if (array == nullptr) return fail(ErrorCode::policy, where + " must be an array of names or numeric ids");
+  if (array == nullptr)
+    return fail(ErrorCode::policy, where + " must be an array of names or numeric ids");
   std::set<std::uint32_t> out;
   for (const auto& item : *array) {
     if (const auto number = item.value<std::int64_t>(); item.is_integer() && number) {
-      if (*number < 0 || *number > 0xfffffffe) return fail(ErrorCode::policy, where + ": id out of range");
+      if (*number < 0 || *number > 0xfffffffe)
+        return fail(ErrorCode::policy, where + ": id out of range");
       out.insert(static_cast<std::uint32_t>(*number));
       continue;
     }
@@ -116,13 +122,16 @@ Result<std::set<std::uint32_t>> id_set(const toml::node& node, const std::string
       return fail(ErrorCode::policy, where + " must contain only names or numeric ids");
     }
     const auto id = lookup_id(*name, user);
-    if (!id) return fail(ErrorCode::policy, where + ": no " + (user ? "user" : "group") + " named '" + *name + "'");
+    if (!id)
+      return fail(ErrorCode::policy,
+                  where + ": no " + (user ? "user" : "group") + " named '" + *name + "'");
     out.insert(*id);
   }
   return out;
 }
 
-Result<void> parse_daemon_table(const toml::table& table, const std::string& source, AdminPolicy& policy) {
+Result<void> parse_daemon_table(const toml::table& table, const std::string& source,
+                                AdminPolicy& policy) {
   for (const auto& [name, value] : table) {
     const std::string_view k = name.str();
     if (k != "allow_users" && k != "allow_groups") {
@@ -149,7 +158,8 @@ bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<con
   if (policy.allow_users && policy.allow_users->contains(uid)) return true;
   if (!policy.allow_groups) return false;
   if (policy.allow_groups->contains(gid)) return true;
-  return std::any_of(groups.begin(), groups.end(), [&](gid_t g) { return policy.allow_groups->contains(g); });
+  return std::any_of(groups.begin(), groups.end(),
+                     [&](gid_t g) { return policy.allow_groups->contains(g); });
 }
 
 Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view source_name) {
@@ -160,7 +170,8 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
     root = toml::parse(toml_text, source);
   } catch (const toml::parse_error& e) {
     std::ostringstream msg;
-    msg << source << ": invalid TOML: " << e.description() << " (line " << e.source().begin.line << ")";
+    msg << source << ": invalid TOML: " << e.description() << " (line " << e.source().begin.line
+        << ")";
     return fail(ErrorCode::policy, msg.str());
   }
   AdminPolicy policy;
@@ -196,9 +207,9 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
         KH_TRY(b);
         policy.disable_remote_code = *b;
       } else {
-        return fail(ErrorCode::policy,
-                    source + ": unknown key '" + std::string(k) +
-                        "' in [trust] (allowed: publishers, opt_in, allow_any_opt_in, disable_remote_code)");
+        return fail(ErrorCode::policy, source + ": unknown key '" + std::string(k) +
+                                           "' in [trust] (allowed: publishers, opt_in, "
+                                           "allow_any_opt_in, disable_remote_code)");
       }
     }
   }

@@ -43,10 +43,11 @@ struct AdminPolicy {
 struct TrustDecision {
   bool allowed = false;
   ErrorCode code = ErrorCode::untrusted_publisher;  // meaningful only when !allowed
-  std::string reason;                                // says why, names the org and the variable
+  std::string reason;                               // says why, names the org and the variable
 };
 
-TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org, const TrustEnvironment& env);
+TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org,
+                           const TrustEnvironment& env);
 
 // May this peer (from SO_PEERCRED, never from a request) talk to the daemon? Root always
 // may; otherwise the uid must be listed, or its primary or a supplementary group.
@@ -64,6 +65,7 @@ bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<con
 // An unknown user or group name fails: a typo must not silently lock people out.
 // Unknown keys/tables or wrong types fail with ErrorCode::policy.
 Result<AdminPolicy> load_policy_file(const std::filesystem::path& path);
-Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view source_name = "policy");
+Result<AdminPolicy> parse_policy(std::string_view toml_text,
+                                 std::string_view source_name = "policy");
 
 }  // namespace kernelhub::trust

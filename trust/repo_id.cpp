@@ -12,7 +12,8 @@ bool valid_part(std::string_view part) {
     return std::isalnum(c) != 0 || c == '_' || c == '-' || c == '.';
   });
   if (!chars_ok) return false;
-  if (part.find("--") != std::string_view::npos || part.find("..") != std::string_view::npos) return false;
+  if (part.find("--") != std::string_view::npos || part.find("..") != std::string_view::npos)
+    return false;
   return !(part.size() >= 4 && part.substr(part.size() - 4) == ".git");
 }
 
@@ -26,9 +27,9 @@ Result<RepoId> RepoId::parse(std::string_view text) {
   }
   RepoId id{std::string(text.substr(0, slash)), std::string(text.substr(slash + 1))};
   if (!valid_part(id.org) || !valid_part(id.name)) {
-    return fail(ErrorCode::invalid_argument,
-                "repository id '" + std::string(text) +
-                    "' is not valid: use letters, digits, '_', '-' and '.', at most 96 each, no '--' or '..'");
+    return fail(ErrorCode::invalid_argument, "repository id '" + std::string(text) +
+                                                 "' is not valid: use letters, digits, '_', '-' "
+                                                 "and '.', at most 96 each, no '--' or '..'");
   }
   return id;
 }

@@ -69,7 +69,8 @@ inline Unexpected fail(Error error) { return Unexpected{std::move(error)}; }
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value)
+      : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(google-explicit-constructor)
   Result(Unexpected u) : state_(std::in_place_index<1>, std::move(u.error)) {}  // NOLINT
 
   bool has_value() const noexcept { return state_.index() == 0; }
@@ -95,7 +96,8 @@ template <>
 class [[nodiscard]] Result<void> {
  public:
   Result() = default;
-  Result(Unexpected u) : error_(std::move(u.error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
+  Result(Unexpected u)
+      : error_(std::move(u.error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
 
   bool has_value() const noexcept { return ok_; }
   explicit operator bool() const noexcept { return ok_; }
@@ -112,8 +114,8 @@ inline Result<void> ok() { return {}; }
 }  // namespace kernelhub
 
 // Propagate an error from an expression returning Result<...>.
-#define KH_TRY(expr)                                             \
-  do {                                                           \
-    auto&& kh_try_result_ = (expr);                              \
+#define KH_TRY(expr)                                                       \
+  do {                                                                     \
+    auto&& kh_try_result_ = (expr);                                        \
     if (!kh_try_result_) return ::kernelhub::fail(kh_try_result_.error()); \
   } while (false)

@@ -53,7 +53,8 @@ Result<std::string> validate_repo_path(std::string_view path) {
     if (c == '\\') return unsafe(path, "contains a backslash");
   }
   if (path.front() == '/') return unsafe(path, "absolute path");
-  if (has_encoded_separator(path)) return unsafe(path, "contains a percent-encoded '.', '/' or '\\'");
+  if (has_encoded_separator(path))
+    return unsafe(path, "contains a percent-encoded '.', '/' or '\\'");
   std::size_t start = 0;
   for (;;) {
     const std::size_t end = path.find('/', start);

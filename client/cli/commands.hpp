@@ -25,4 +25,4 @@ struct CommandRegistration {
 }  // namespace kernelhub::cli
 
 #define KH_REGISTER_COMMAND(registrar) \
-  static const ::kernelhub::cli::CommandRegistration kh_registration_##registrar{registrar}
+  static const ::kernelhub::cli::CommandRegistration kh_registration_##registrar { registrar }

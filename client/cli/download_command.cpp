@@ -39,7 +39,8 @@ int run_download(const DownloadArgs& args) {
 
 void register_download(CLI::App& app, Action& action) {
   auto args = std::make_shared<DownloadArgs>();
-  auto* cmd = app.add_subcommand("download", "Download a kernel's build variant into the cache (verified)");
+  auto* cmd =
+      app.add_subcommand("download", "Download a kernel's build variant into the cache (verified)");
   cmd->footer(kExitCodes);
   cmd->add_option("repo", args->repo, "Kernel repository ORG/NAME")->required();
   add_fetch_options(*cmd, args->fetch);

@@ -10,7 +10,8 @@ inline constexpr const char* kExitCodes =
     "Exit codes: 0 ok; 1 other error; 2 bad arguments or policy file; 3 publisher not trusted or "
     "remote code disabled; 4 repo/revision/version/file not found (or no access); 5 no matching "
     "build variant; 6 network, timeout, rate limit, Hub error, offline without a cached copy, or "
-    "no daemon when one is required; 7 integrity failure (hash/size mismatch, oversized or malformed "
+    "no daemon when one is required; 7 integrity failure (hash/size mismatch, oversized or "
+    "malformed "
     "response, unsafe path); 8 disk full.";
 
 int exit_code_for(ErrorCode code);

@@ -10,7 +10,8 @@ void add_fetch_options(CLI::App& cmd, FetchArgs& args) {
   auto* version = cmd.add_option("--version", args.version, "Major version (branch vN)");
   auto* revision = cmd.add_option("--revision", args.revision, "Branch, tag or commit sha");
   version->excludes(revision);
-  auto* variant = cmd.add_option("--variant", args.variant, "Exact build variant (folder under build/)");
+  auto* variant =
+      cmd.add_option("--variant", args.variant, "Exact build variant (folder under build/)");
   auto* all = cmd.add_flag("--all-variants", args.all_variants, "Fetch every build variant");
   variant->excludes(all);
   cmd.add_option("--torch-version", args.torch_version, "Torch version to select for, e.g. 2.15");
@@ -23,7 +24,8 @@ Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string&
   if (args.version.has_value() == args.revision.has_value()) {
     return fail(ErrorCode::invalid_argument, "give exactly one of --version or --revision");
   }
-  if (args.version && *args.version < 0) return fail(ErrorCode::invalid_argument, "--version must be >= 0");
+  if (args.version && *args.version < 0)
+    return fail(ErrorCode::invalid_argument, "--version must be >= 0");
   auto repo = trust::RepoId::parse(repo_text);
   if (!repo) return fail(ErrorCode::invalid_argument, repo.error().message);
   hub::FetchRequest request;

@@ -42,14 +42,15 @@ void print_table(const std::string& root, const nlohmann::json& repos) {
     if (repo.at("revisions").empty()) rows.push_back({name, "-", "-", format_bytes(repo_size), {}});
     for (const auto& rev : repo.at("revisions")) {
       const auto refs = rev.at("refs").get<std::vector<std::string>>();
-      rows.push_back({name, rev.at("commit").get<std::string>().substr(0, 12), refs.empty() ? "-" : join(refs, ","),
+      rows.push_back({name, rev.at("commit").get<std::string>().substr(0, 12),
+                      refs.empty() ? "-" : join(refs, ","),
                       format_bytes(rev.at("size_bytes").get<std::uint64_t>()),
                       rev.at("variants").get<std::vector<std::string>>()});
     }
   }
   Row header{"REPO", "REVISION", "REFS", "SIZE", {"VARIANTS"}};
-  std::size_t w_repo = header.repo.size(), w_rev = header.revision.size(), w_refs = header.refs.size(),
-              w_size = header.size.size();
+  std::size_t w_repo = header.repo.size(), w_rev = header.revision.size(),
+              w_refs = header.refs.size(), w_size = header.size.size();
   for (const auto& r : rows) {
     w_repo = std::max(w_repo, r.repo.size());
     w_rev = std::max(w_rev, r.revision.size());
@@ -57,16 +58,20 @@ void print_table(const std::string& root, const nlohmann::json& repos) {
     w_size = std::max(w_size, r.size.size());
   }
   const auto print_row = [&](const Row& r) {
-    const auto pad = [](const std::string& s, std::size_t w) { return s + std::string(w - s.size() + 2, ' '); };
+    const auto pad = [](const std::string& s, std::size_t w) {
+      return s + std::string(w - s.size() + 2, ' ');
+    };
     std::cout << pad(r.repo, w_repo) << pad(r.revision, w_rev) << pad(r.refs, w_refs)
               << std::string(w_size - r.size.size(), ' ') << r.size << "  "
               << (r.variants.empty() ? "-" : r.variants.front()) << "\n";
     const std::string indent(w_repo + w_rev + w_refs + w_size + 8, ' ');
-    for (std::size_t i = 1; i < r.variants.size(); ++i) std::cout << indent << r.variants[i] << "\n";
+    for (std::size_t i = 1; i < r.variants.size(); ++i)
+      std::cout << indent << r.variants[i] << "\n";
   };
   print_row(header);
   for (const auto& r : rows) print_row(r);
-  std::cout << "\n" << repos.size() << (repos.size() == 1 ? " repo, " : " repos, ") << format_bytes(total)
+  std::cout << "\n"
+            << repos.size() << (repos.size() == 1 ? " repo, " : " repos, ") << format_bytes(total)
             << " in " << root << "\n";
 }
 
@@ -80,7 +85,10 @@ int run_ls(const LsArgs& args) {
   const std::string root = status->value("cache_root", "");
   const auto& repos = listing->at("repos");
   if (args.json) {
-    std::cout << nlohmann::json{{"cache_dir", root}, {"via_daemon", client->via_daemon()}, {"repos", repos}}.dump(2)
+    std::cout << nlohmann::json{{"cache_dir", root},
+                                {"via_daemon", client->via_daemon()},
+                                {"repos", repos}}
+                     .dump(2)
               << "\n";
   } else if (repos.empty()) {
     std::cout << "No kernels cached in " << root << " yet (fetch one with `kernelhub download`).\n";

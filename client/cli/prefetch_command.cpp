@@ -53,7 +53,8 @@ int run_prefetch(const PrefetchArgs& args) {
 
 void register_prefetch(CLI::App& app, Action& action) {
   auto args = std::make_shared<PrefetchArgs>();
-  auto* cmd = app.add_subcommand("prefetch", "Warm the cache (the daemon's when one runs) with kernels");
+  auto* cmd =
+      app.add_subcommand("prefetch", "Warm the cache (the daemon's when one runs) with kernels");
   cmd->footer(kExitCodes);
   cmd->add_option("repos", args->repos, "Kernel repositories ORG/NAME")->required();
   add_fetch_options(*cmd, args->fetch);

@@ -49,16 +49,20 @@ ProgressBar::ProgressBar(int fd, bool enabled, std::chrono::milliseconds interva
 
 ProgressBar::~ProgressBar() { finish(); }
 
-std::string ProgressBar::render(const hub::FetchProgress& p, double bytes_per_second, std::size_t width) {
+std::string ProgressBar::render(const hub::FetchProgress& p, double bytes_per_second,
+                                std::size_t width) {
   const double fraction =
-      p.bytes_total > 0 ? std::min(1.0, static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total)) : 0.0;
+      p.bytes_total > 0
+          ? std::min(1.0, static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total))
+          : 0.0;
   const auto filled = static_cast<std::size_t>(fraction * kBarCells);
   char percent[8];
   std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(fraction * 100.0));
 
-  std::string line = "[" + std::string(filled, '#') + std::string(kBarCells - filled, '.') + "] " + percent + "  " +
-                     mib(p.bytes_done) + "/" + mib(p.bytes_total) + " MiB  " + format_rate(bytes_per_second) + "  " +
-                     std::to_string(p.files_done) + "/" + std::to_string(p.files_total) + " files";
+  std::string line = "[" + std::string(filled, '#') + std::string(kBarCells - filled, '.') + "] " +
+                     percent + "  " + mib(p.bytes_done) + "/" + mib(p.bytes_total) + " MiB  " +
+                     format_rate(bytes_per_second) + "  " + std::to_string(p.files_done) + "/" +
+                     std::to_string(p.files_total) + " files";
   if (line.size() >= width) return line.substr(0, width > 0 ? width - 1 : 0);
   // The current file gets what room is left: the whole path, else its base name, else the
   // base name's tail; nothing when so little room is left that it would be noise.

@@ -22,7 +22,8 @@ class ProgressBar {
   // Draws on stderr if it is a TTY, at most ~10 times a second.
   ProgressBar();
   // Draws on `fd` when `enabled`; for tests and for callers that decide themselves.
-  ProgressBar(int fd, bool enabled, std::chrono::milliseconds interval = std::chrono::milliseconds(100));
+  ProgressBar(int fd, bool enabled,
+              std::chrono::milliseconds interval = std::chrono::milliseconds(100));
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
   ~ProgressBar();  // clears the line if finish() was not called
@@ -33,7 +34,8 @@ class ProgressBar {
   void finish();
 
   // The text of one bar line, at most `width` columns (pure; tested directly).
-  static std::string render(const hub::FetchProgress& progress, double bytes_per_second, std::size_t width);
+  static std::string render(const hub::FetchProgress& progress, double bytes_per_second,
+                            std::size_t width);
 
  private:
   double rate(Clock::time_point now, std::uint64_t bytes);

@@ -43,10 +43,12 @@ int run_publish(const PublishArgs& args) {
 
 void register_publish(CLI::App& app, Action& action) {
   auto args = std::make_shared<PublishArgs>();
-  auto* cmd = app.add_subcommand("publish", "Add a directory to a local kernel store as a new commit");
+  auto* cmd =
+      app.add_subcommand("publish", "Add a directory to a local kernel store as a new commit");
   cmd->add_option("--root", args->root, "Store directory")->required();
   cmd->add_option("--repo", args->repo, "Repository ORG/NAME")->required();
-  cmd->add_option("--branch", args->branch, "Branch to move (created if missing)")->capture_default_str();
+  cmd->add_option("--branch", args->branch, "Branch to move (created if missing)")
+      ->capture_default_str();
   cmd->add_option("--tag", args->tag, "Tag to create on the new commit");
   cmd->add_option("--message", args->message, "Commit message");
   cmd->add_option("source", args->source, "Directory to publish")->required();

@@ -1,6 +1,7 @@
 // `kernelhub serve --root DIR [--bind HOST:PORT] [--port N] [--port-file FILE] ...`: serves a
 // local store over the Hub API (for air-gapped sites, tests and the official clients via
 // HF_ENDPOINT). Port 0 picks a free port; the port file is written once the socket is bound.
+#include <pthread.h>
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
@@ -11,7 +12,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-#include <pthread.h>
 
 #include "client/cli/commands.hpp"
 #include "hub/server/hub_server.hpp"
@@ -112,25 +112,35 @@ int run_serve(const ServeArgs& args) {
 
 void register_serve(CLI::App& app, Action& action) {
   auto args = std::make_shared<ServeArgs>();
-  auto* cmd = app.add_subcommand("serve", "Serve a local kernel store over the Hugging Face Hub API");
+  auto* cmd =
+      app.add_subcommand("serve", "Serve a local kernel store over the Hugging Face Hub API");
   cmd->add_option("--root", args->root, "Store directory (see kernelhub publish)")->required();
-  cmd->add_option("--bind", args->bind, "HOST:PORT to listen on (port 0: any free port)")->capture_default_str();
+  cmd->add_option("--bind", args->bind, "HOST:PORT to listen on (port 0: any free port)")
+      ->capture_default_str();
   cmd->add_option("--port", args->port, "Port (overrides the port in --bind; 0: any free port)");
   cmd->add_option("--port-file", args->port_file, "Write the bound port here once listening");
-  cmd->add_option("--tree-page-size", args->tree_page_size, "Entries per /tree page")->capture_default_str();
-  cmd->add_flag("--test-endpoints", args->test_endpoints, "Enable /_kernelhub/{requests,faults}");
-  cmd->add_option("--trusted-publisher", args->trusted_publishers,
-                  "Orgs reported as trustedKernelPublisher in /api/organizations/ORG/overview (repeatable)")
+  cmd->add_option("--tree-page-size", args->tree_page_size, "Entries per /tree page")
       ->capture_default_str();
-  cmd->add_option("--fault-reset-after-bytes", args->reset_after_bytes, "Drop downloads after N body bytes");
-  cmd->add_option("--fault-reset-times", args->reset_times, "How many downloads get dropped")->capture_default_str();
+  cmd->add_flag("--test-endpoints", args->test_endpoints, "Enable /_kernelhub/{requests,faults}");
+  cmd->add_option(
+         "--trusted-publisher", args->trusted_publishers,
+         "Orgs reported as trustedKernelPublisher in /api/organizations/ORG/overview (repeatable)")
+      ->capture_default_str();
+  cmd->add_option("--fault-reset-after-bytes", args->reset_after_bytes,
+                  "Drop downloads after N body bytes");
+  cmd->add_option("--fault-reset-times", args->reset_times, "How many downloads get dropped")
+      ->capture_default_str();
   cmd->add_option("--fault-stall-ms", args->stall_ms, "Stall downloads after the headers");
   cmd->add_flag("--fault-corrupt", args->corrupt, "Flip one byte in the middle of downloads");
-  cmd->add_option("--fault-status", args->fail_status, "Answer requests with this status (429, 503)");
+  cmd->add_option("--fault-status", args->fail_status,
+                  "Answer requests with this status (429, 503)");
   cmd->add_option("--fault-count", args->fail_count, "How many requests get --fault-status");
-  cmd->add_option("--fault-retry-after", args->retry_after, "Retry-After seconds with --fault-status");
-  cmd->add_flag("--fault-ignore-range", args->ignore_range, "Answer Range requests with 200 and the full body");
-  cmd->add_option("--fault-path-filter", args->path_filter, "Download faults only for paths containing this");
+  cmd->add_option("--fault-retry-after", args->retry_after,
+                  "Retry-After seconds with --fault-status");
+  cmd->add_flag("--fault-ignore-range", args->ignore_range,
+                "Answer Range requests with 200 and the full body");
+  cmd->add_option("--fault-path-filter", args->path_filter,
+                  "Download faults only for paths containing this");
   cmd->callback([args, &action] { action = [args] { return run_serve(*args); }; });
 }
 

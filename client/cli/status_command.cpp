@@ -25,16 +25,18 @@ std::uint64_t counter(const nlohmann::json& counters, const char* name) {
 }
 
 void print_daemon(const nlohmann::json& s, const std::string& socket) {
-  std::cout << s.value("daemon", "kernelhubd") << " (pid " << s.value("pid", 0) << ") on " << socket << ", up "
-            << s.value("uptime_s", 0.0) << " s, protocol " << s.value("protocol", 0) << "\n";
+  std::cout << s.value("daemon", "kernelhubd") << " (pid " << s.value("pid", 0) << ") on " << socket
+            << ", up " << s.value("uptime_s", 0.0) << " s, protocol " << s.value("protocol", 0)
+            << "\n";
   std::cout << "cache: " << s.value("cache_root", "?") << "\n";
   const auto counters = s.value("counters", nlohmann::json::object());
-  std::cout << "requests " << counter(counters, "requests") << ", hits " << counter(counters, "hits")
-            << ", misses " << counter(counters, "misses") << ", errors " << counter(counters, "errors") << "\n"
+  std::cout << "requests " << counter(counters, "requests") << ", hits "
+            << counter(counters, "hits") << ", misses " << counter(counters, "misses")
+            << ", errors " << counter(counters, "errors") << "\n"
             << "downloaded " << format_bytes(counter(counters, "bytes_downloaded")) << " in "
             << counter(counters, "upstream_requests") << " upstream requests\n"
-            << "connections " << counter(counters, "connections") << " (" << counter(counters, "active_connections")
-            << " active)\n";
+            << "connections " << counter(counters, "connections") << " ("
+            << counter(counters, "active_connections") << " active)\n";
 }
 
 int run_status(const StatusArgs& args) {
@@ -55,9 +57,11 @@ int run_status(const StatusArgs& args) {
 void register_status(CLI::App& app, Action& action) {
   auto args = std::make_shared<StatusArgs>();
   auto* cmd = app.add_subcommand("status", "Show whether kernelhubd runs, its health and counters");
-  cmd->add_option("--socket", args->client.socket, "kernelhubd socket (default: $KERNELHUB_SOCKET, else " +
-                                                       std::string(client::kDefaultSocket) + ")");
-  cmd->add_flag("--require-daemon", args->client.require_daemon, "Exit non-zero when no daemon answers");
+  cmd->add_option("--socket", args->client.socket,
+                  "kernelhubd socket (default: $KERNELHUB_SOCKET, else " +
+                      std::string(client::kDefaultSocket) + ")");
+  cmd->add_flag("--require-daemon", args->client.require_daemon,
+                "Exit non-zero when no daemon answers");
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &action] { action = [args] { return run_status(*args); }; });
 }

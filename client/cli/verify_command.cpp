@@ -35,10 +35,11 @@ int run_verify(const VerifyArgs& args) {
     std::cout << result->dump(2) << "\n";
   } else {
     for (const auto& blob : corrupt) {
-      std::cout << "corrupt: " << blob.value("repo", "?") << " blob " << blob.value("blob", "?") << " ("
-                << blob.value("reason", "?") << "), removed\n";
+      std::cout << "corrupt: " << blob.value("repo", "?") << " blob " << blob.value("blob", "?")
+                << " (" << blob.value("reason", "?") << "), removed\n";
     }
-    std::cout << result->value("checked", 0) << " blobs checked, " << corrupt.size() << " corrupt\n";
+    std::cout << result->value("checked", 0) << " blobs checked, " << corrupt.size()
+              << " corrupt\n";
   }
   // Corruption is repaired by the next fetch, but scripts must still hear about it.
   return corrupt.empty() ? 0 : exit_code_for(ErrorCode::hash_mismatch);
@@ -46,7 +47,8 @@ int run_verify(const VerifyArgs& args) {
 
 void register_verify(CLI::App& app, Action& action) {
   auto args = std::make_shared<VerifyArgs>();
-  auto* cmd = app.add_subcommand("verify", "Re-hash cached blobs; remove corrupt ones (exit 7 if any)");
+  auto* cmd =
+      app.add_subcommand("verify", "Re-hash cached blobs; remove corrupt ones (exit 7 if any)");
   cmd->add_option("repo", args->repo, "Only this kernel repository ORG/NAME");
   add_client_options(*cmd, args->client, /*with_policy=*/false);
   cmd->add_flag("--json", args->json, "Machine-readable output");

@@ -10,7 +10,8 @@ namespace {
 constexpr const char* kRepoApi = R"(/api/(kernels|models)/([^/]+)/([^/]+))";
 
 nlohmann::json entry_json(const TreeEntry& entry) {
-  if (!entry.file) return {{"type", "directory"}, {"path", entry.path}, {"oid", entry.directory_oid}};
+  if (!entry.file)
+    return {{"type", "directory"}, {"path", entry.path}, {"oid", entry.directory_oid}};
   const StoredFile& f = *entry.file;
   nlohmann::json j = {{"type", "file"}, {"path", entry.path}, {"size", f.size}};
   if (f.lfs) {
@@ -24,7 +25,8 @@ nlohmann::json entry_json(const TreeEntry& entry) {
 
 nlohmann::json refs_json(const std::vector<RefEntry>& refs, const char* prefix) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : refs) out.push_back({{"name", r.name}, {"ref", prefix + r.name}, {"targetCommit", r.commit}});
+  for (const auto& r : refs)
+    out.push_back({{"name", r.name}, {"ref", prefix + r.name}, {"targetCommit", r.commit}});
   return out;
 }
 
@@ -37,10 +39,18 @@ void repo_info(const ServerContext& ctx, const httplib::Request& req, httplib::R
   auto commit = ctx.store.read_commit(target->repo, *sha);
   if (!commit) return send_store_error(res, commit.error());
   const std::string when = iso_time(commit->timestamp);
-  nlohmann::json info = {{"_id", target->repo.str()}, {"id", target->repo.str()}, {"author", target->repo.org},
-                         {"sha", *sha}, {"private", false}, {"gated", false}, {"disabled", false},
-                         {"downloads", 0}, {"likes", 0}, {"tags", nlohmann::json::array()},
-                         {"lastModified", when}, {"createdAt", when}};
+  nlohmann::json info = {{"_id", target->repo.str()},
+                         {"id", target->repo.str()},
+                         {"author", target->repo.org},
+                         {"sha", *sha},
+                         {"private", false},
+                         {"gated", false},
+                         {"disabled", false},
+                         {"downloads", 0},
+                         {"likes", 0},
+                         {"tags", nlohmann::json::array()},
+                         {"lastModified", when},
+                         {"createdAt", when}};
   if (target->type == "models") {  // kernel repos never expose siblings (hub-protocol.md §1.a)
     const bool blobs = req.has_param("blobs") && parse_bool(req.get_param_value("blobs"));
     nlohmann::json siblings = nlohmann::json::array();
@@ -49,7 +59,9 @@ void repo_info(const ServerContext& ctx, const httplib::Request& req, httplib::R
       if (blobs) {
         s["size"] = f.size;
         s["blobId"] = f.lfs ? lfs_pointer_oid(f) : f.git_oid;
-        if (f.lfs) s["lfs"] = {{"sha256", f.sha256}, {"size", f.size}, {"pointerSize", lfs_pointer_text(f).size()}};
+        if (f.lfs)
+          s["lfs"] = {
+              {"sha256", f.sha256}, {"size", f.size}, {"pointerSize", lfs_pointer_text(f).size()}};
       }
       siblings.push_back(std::move(s));
     }
@@ -85,11 +97,11 @@ void tree(const ServerContext& ctx, const httplib::Request& req, httplib::Respon
   for (std::size_t i = begin; i < end; ++i) out.push_back(entry_json((*entries)[i]));
   if (end < entries->size()) {
     // Next pages are addressed by commit sha, so a branch moving mid-listing cannot mix trees.
-    std::string next = ctx.base_url(req) + "/api/" + target->type + "/" + target->repo.str() + "/tree/" +
-                       where->commit;
+    std::string next = ctx.base_url(req) + "/api/" + target->type + "/" + target->repo.str() +
+                       "/tree/" + where->commit;
     if (!where->path.empty()) next += "/" + url_encode(where->path, false);
-    next += std::string("?recursive=") + (recursive ? "true" : "false") + "&expand=" + (expand ? "true" : "false") +
-            "&cursor=" + std::to_string(end);
+    next += std::string("?recursive=") + (recursive ? "true" : "false") +
+            "&expand=" + (expand ? "true" : "false") + "&cursor=" + std::to_string(end);
     res.set_header("Link", "<" + next + ">; rel=\"next\"");
   }
   send_json(res, out);
@@ -107,7 +119,8 @@ void paths_info(const ServerContext& ctx, const httplib::Request& req, httplib::
       return send_error(res, 400, "BadRequest", std::string("bad paths-info body: ") + e.what());
     }
   } else {  // form body: httplib already parsed it into params (paths=a&paths=b)
-    for (auto [it, last] = req.params.equal_range("paths"); it != last; ++it) paths.push_back(it->second);
+    for (auto [it, last] = req.params.equal_range("paths"); it != last; ++it)
+      paths.push_back(it->second);
   }
   auto sha = ctx.store.resolve(target->repo, std::string(req.matches[4]));
   if (!sha) return send_store_error(res, sha.error());
@@ -125,9 +138,11 @@ void paths_info(const ServerContext& ctx, const httplib::Request& req, httplib::
 void register_api_routes(httplib::Server& server, ServerContext& ctx) {
   const std::string base = kRepoApi;
   // An org exists when the store holds a folder for it; trust comes from the options.
-  server.Get(R"(/api/organizations/([^/]+)/overview)", [&ctx](const httplib::Request& req, httplib::Response& res) {
+  server.Get(R"(/api/organizations/([^/]+)/overview)", [&ctx](const httplib::Request& req,
+                                                              httplib::Response& res) {
     const std::string org = req.matches[1];
-    if (!trust::RepoId::parse(org + "/x") || !std::filesystem::is_directory(ctx.store.root() / org)) {
+    if (!trust::RepoId::parse(org + "/x") ||
+        !std::filesystem::is_directory(ctx.store.root() / org)) {
       return send_error(res, 404, "RepoNotFound", "organization '" + org + "' does not exist");
     }
     send_json(res, {{"name", org},
@@ -135,7 +150,9 @@ void register_api_routes(httplib::Server& server, ServerContext& ctx) {
                     {"type", "org"},
                     {"trustedKernelPublisher", ctx.options.trusted_publishers.count(org) > 0}});
   });
-  server.Get(base, [&ctx](const httplib::Request& req, httplib::Response& res) { repo_info(ctx, req, res, "main"); });
+  server.Get(base, [&ctx](const httplib::Request& req, httplib::Response& res) {
+    repo_info(ctx, req, res, "main");
+  });
   server.Get(base + "/revision/(.+)", [&ctx](const httplib::Request& req, httplib::Response& res) {
     repo_info(ctx, req, res, req.matches[4]);
   });
@@ -152,9 +169,11 @@ void register_api_routes(httplib::Server& server, ServerContext& ctx) {
     }
     send_json(res, out);
   });
-  server.Get(base + "/tree/(.+)", [&ctx](const httplib::Request& req, httplib::Response& res) { tree(ctx, req, res); });
-  server.Post(base + "/paths-info/(.+)",
-              [&ctx](const httplib::Request& req, httplib::Response& res) { paths_info(ctx, req, res); });
+  server.Get(base + "/tree/(.+)",
+             [&ctx](const httplib::Request& req, httplib::Response& res) { tree(ctx, req, res); });
+  server.Post(
+      base + "/paths-info/(.+)",
+      [&ctx](const httplib::Request& req, httplib::Response& res) { paths_info(ctx, req, res); });
 }
 
 }  // namespace kernelhub::hub::server

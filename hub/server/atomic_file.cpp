@@ -52,13 +52,15 @@ Result<void> TempFile::write_all(const void* data, std::size_t size) {
 Result<void> TempFile::commit(const std::filesystem::path& dest, unsigned mode) {
   if (::fsync(fd_.get()) != 0) return io_error("cannot fsync", path_, errno);
   if (::fchmod(fd_.get(), mode) != 0) return io_error("cannot chmod", path_, errno);
-  if (::rename(path_.c_str(), dest.c_str()) != 0) return io_error("cannot rename onto", dest, errno);
+  if (::rename(path_.c_str(), dest.c_str()) != 0)
+    return io_error("cannot rename onto", dest, errno);
   committed_ = true;
   return fsync_dir(dest.parent_path());
 }
 
-Result<void> write_file_atomic(const std::filesystem::path& tmp_dir, const std::filesystem::path& dest,
-                               std::string_view content, unsigned mode) {
+Result<void> write_file_atomic(const std::filesystem::path& tmp_dir,
+                               const std::filesystem::path& dest, std::string_view content,
+                               unsigned mode) {
   auto tmp = TempFile::create(tmp_dir);
   if (!tmp) return fail(tmp.error());
   KH_TRY(tmp->write_all(content.data(), content.size()));
@@ -78,7 +80,8 @@ Result<std::string> read_small_file(const std::filesystem::path& path, std::size
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > max_size) return fail(ErrorCode::too_large, path.string() + " is larger than expected");
+    if (out.size() > max_size)
+      return fail(ErrorCode::too_large, path.string() + " is larger than expected");
   }
   return out;
 }

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "trust/unique_fd.hpp"
 #include "trust/result.hpp"
+#include "trust/unique_fd.hpp"
 
 namespace kernelhub::hub::server {
 
@@ -33,8 +33,9 @@ class TempFile {
   bool committed_ = false;
 };
 
-Result<void> write_file_atomic(const std::filesystem::path& tmp_dir, const std::filesystem::path& dest,
-                               std::string_view content, unsigned mode = 0644);
+Result<void> write_file_atomic(const std::filesystem::path& tmp_dir,
+                               const std::filesystem::path& dest, std::string_view content,
+                               unsigned mode = 0644);
 Result<std::string> read_small_file(const std::filesystem::path& path, std::size_t max_size);
 Result<void> make_dirs(const std::filesystem::path& dir);
 

@@ -4,7 +4,8 @@ namespace kernelhub::hub::server {
 
 nlohmann::json to_json(const FaultPlan& plan) {
   nlohmann::json j;
-  j["reset_after_bytes"] = plan.reset_after_bytes ? nlohmann::json(*plan.reset_after_bytes) : nlohmann::json(nullptr);
+  j["reset_after_bytes"] =
+      plan.reset_after_bytes ? nlohmann::json(*plan.reset_after_bytes) : nlohmann::json(nullptr);
   j["reset_times"] = plan.reset_times;
   j["stall_ms"] = plan.stall ? nlohmann::json(plan.stall->count()) : nlohmann::json(nullptr);
   j["corrupt_one_byte"] = plan.corrupt_one_byte;
@@ -41,7 +42,8 @@ Result<FaultPlan> fault_plan_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const std::vector<RequestRecord>& records) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : records) out.push_back({{"method", r.method}, {"path", r.path}, {"status", r.status}});
+  for (const auto& r : records)
+    out.push_back({{"method", r.method}, {"path", r.path}, {"status", r.status}});
   return out;
 }
 
@@ -49,7 +51,8 @@ Result<std::vector<RequestRecord>> request_records_from_json(const nlohmann::jso
   std::vector<RequestRecord> out;
   try {
     for (const auto& r : j) {
-      out.push_back({r.at("method").get<std::string>(), r.at("path").get<std::string>(), r.at("status").get<int>()});
+      out.push_back({r.at("method").get<std::string>(), r.at("path").get<std::string>(),
+                     r.at("status").get<int>()});
     }
   } catch (const nlohmann::json::exception& e) {
     return fail(ErrorCode::malformed_response, std::string("bad request records: ") + e.what());

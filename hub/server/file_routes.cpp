@@ -37,9 +37,9 @@ struct BodyState {
 struct ServedFile {
   std::filesystem::path object;
   std::uint64_t size = 0;
-  std::string etag;         // unquoted
-  std::string repo_path;    // for FaultPlan::path_filter
-  std::string commit;       // X-Repo-Commit when non-empty
+  std::string etag;       // unquoted
+  std::string repo_path;  // for FaultPlan::path_filter
+  std::string commit;     // X-Repo-Commit when non-empty
 };
 
 void sleep_unless_stopping(const ServerContext& ctx, std::chrono::milliseconds total) {
@@ -49,7 +49,8 @@ void sleep_unless_stopping(const ServerContext& ctx, std::chrono::milliseconds t
   }
 }
 
-bool provide(const ServerContext& ctx, BodyState& s, std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+bool provide(const ServerContext& ctx, BodyState& s, std::size_t offset, std::size_t length,
+             httplib::DataSink& sink) {
   if (s.faults.stall && !s.stalled) {
     s.stalled = true;
     sleep_unless_stopping(ctx, *s.faults.stall);
@@ -77,14 +78,17 @@ bool provide(const ServerContext& ctx, BodyState& s, std::size_t offset, std::si
   return sink.write(s.buffer.data(), static_cast<std::size_t>(n));
 }
 
-void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const ServedFile& file) {
+void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
+                const ServedFile& file) {
   const httplib::Ranges ranges = take_ranges(req);
   const bool is_get = req.method == "GET";
   auto state = std::make_shared<BodyState>();
   state->fd = UniqueFd(::open(file.object.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
-  if (!state->fd || ::fstat(state->fd.get(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) != file.size) {
-    return send_error(res, 500, "InternalError", "object for " + file.repo_path + " is missing or damaged");
+  if (!state->fd || ::fstat(state->fd.get(), &st) != 0 ||
+      static_cast<std::uint64_t>(st.st_size) != file.size) {
+    return send_error(res, 500, "InternalError",
+                      "object for " + file.repo_path + " is missing or damaged");
   }
   state->file_size = file.size;
   state->faults = ctx.download_faults(file.repo_path, is_get);
@@ -96,7 +100,8 @@ void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   std::uint64_t first = 0;
   std::uint64_t length = file.size;
   res.status = 200;
-  if (ranges.size() == 1 && !state->faults.ignore_range) {  // several ranges: answer 200 with everything
+  if (ranges.size() == 1 &&
+      !state->faults.ignore_range) {  // several ranges: answer 200 with everything
     const auto [a, b] = ranges.front();
     std::uint64_t last = file.size == 0 ? 0 : file.size - 1;
     if (a < 0) {  // suffix range: the last b bytes
@@ -107,13 +112,13 @@ void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     }
     if (first >= file.size || (a < 0 && b == 0)) {
       res.set_header("Content-Range", "bytes */" + std::to_string(file.size));
-      return send_error(res, 416, "RangeNotSatisfiable", "range not satisfiable for a " +
-                                                             std::to_string(file.size) + "-byte file");
+      return send_error(res, 416, "RangeNotSatisfiable",
+                        "range not satisfiable for a " + std::to_string(file.size) + "-byte file");
     }
     length = last - first + 1;
     res.status = 206;
-    res.set_header("Content-Range",
-                   "bytes " + std::to_string(first) + "-" + std::to_string(last) + "/" + std::to_string(file.size));
+    res.set_header("Content-Range", "bytes " + std::to_string(first) + "-" + std::to_string(last) +
+                                        "/" + std::to_string(file.size));
   }
   if (length == 0) {
     res.set_content("", "application/octet-stream");
@@ -128,14 +133,16 @@ void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     }
   }
   if (is_get && !state->map) state->buffer.resize(std::min<std::uint64_t>(length, kChunk));
-  res.set_content_provider(static_cast<std::size_t>(length), "application/octet-stream",
-                           [&ctx, state](std::size_t offset, std::size_t len, httplib::DataSink& sink) {
-                             return provide(ctx, *state, offset, len, sink);
-                           });
+  res.set_content_provider(
+      static_cast<std::size_t>(length), "application/octet-stream",
+      [&ctx, state](std::size_t offset, std::size_t len, httplib::DataSink& sink) {
+        return provide(ctx, *state, offset, len, sink);
+      });
 }
 
-void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const std::string& type,
-             const std::string& org, const std::string& name, const std::string& rest) {
+void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
+             const std::string& type, const std::string& org, const std::string& name,
+             const std::string& rest) {
   auto target = repo_target(res, type, org, name);
   if (!target) return;
   auto where = split_revision(ctx.store, target->repo, rest, true);
@@ -146,14 +153,15 @@ void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response&
   if (it == commit->files.end()) {
     res.set_header("X-Repo-Commit", where->commit);  // clients record .no_exist/<commit>/<path>
     return send_error(res, 404, "EntryNotFound",
-                      where->path + " does not exist at revision " + where->revision + " of " + target->repo.str());
+                      where->path + " does not exist at revision " + where->revision + " of " +
+                          target->repo.str());
   }
   const StoredFile& f = it->second;
   if (f.lfs) {
     res.status = 302;
     res.set_header("Location", ctx.base_url(req) + "/lfs-objects/" + f.sha256 +
-                                   "?repo=" + url_encode(target->repo.str(), true) +
-                                   "&path=" + url_encode(where->path, true) + "&commit=" + where->commit);
+                                   "?repo=" + url_encode(target->repo.str(), true) + "&path=" +
+                                   url_encode(where->path, true) + "&commit=" + where->commit);
     res.set_header("X-Repo-Commit", where->commit);
     res.set_header("X-Linked-Etag", "\"" + f.sha256 + "\"");
     res.set_header("X-Linked-Size", std::to_string(f.size));
@@ -161,7 +169,8 @@ void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response&
     return;
   }
   serve_file(ctx, req, res,
-             {ctx.store.object_path(target->repo, f.sha256), f.size, f.git_oid, where->path, where->commit});
+             {ctx.store.object_path(target->repo, f.sha256), f.size, f.git_oid, where->path,
+              where->commit});
 }
 
 void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -171,7 +180,8 @@ void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   const auto object = ctx.store.object_path(*repo, sha256);
   std::error_code ec;
   const auto size = std::filesystem::file_size(object, ec);
-  if (ec) return send_error(res, 404, "EntryNotFound", "no LFS object " + sha256 + " in " + repo->str());
+  if (ec)
+    return send_error(res, 404, "EntryNotFound", "no LFS object " + sha256 + " in " + repo->str());
   // Clients that follow same-host redirects (huggingface_hub >= 2) read the Hub metadata from
   // this response, so it repeats X-Repo-Commit once the commit really holds this object there.
   std::string commit = req.get_param_value("commit");
@@ -180,7 +190,8 @@ void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     auto c = ctx.store.read_commit(*repo, commit);
     const auto it = c ? c->files.find(path) : decltype(c->files.end()){};
     if (!c || it == c->files.end() || it->second.sha256 != sha256) {
-      return send_error(res, 404, "EntryNotFound", "commit " + commit + " has no LFS object " + sha256 + " at " + path);
+      return send_error(res, 404, "EntryNotFound",
+                        "commit " + commit + " has no LFS object " + sha256 + " at " + path);
     }
   }
   serve_file(ctx, req, res, {object, size, sha256, path, commit});
@@ -190,14 +201,17 @@ void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Respon
 
 void register_file_routes(httplib::Server& server, ServerContext& ctx) {
   // GET handlers also answer HEAD (httplib routes both to the GET table).
-  server.Get(R"(/kernels/([^/]+)/([^/]+)/resolve/(.+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    resolve(ctx, req, res, "kernels", req.matches[1], req.matches[2], req.matches[3]);
-  });
-  server.Get(R"(/([^/]+)/([^/]+)/resolve/(.+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    resolve(ctx, req, res, "models", req.matches[1], req.matches[2], req.matches[3]);
-  });
-  server.Get(R"(/lfs-objects/([0-9a-f]{64}))",
-             [&ctx](const httplib::Request& req, httplib::Response& res) { lfs_object(ctx, req, res); });
+  server.Get(R"(/kernels/([^/]+)/([^/]+)/resolve/(.+))",
+             [&ctx](const httplib::Request& req, httplib::Response& res) {
+               resolve(ctx, req, res, "kernels", req.matches[1], req.matches[2], req.matches[3]);
+             });
+  server.Get(R"(/([^/]+)/([^/]+)/resolve/(.+))",
+             [&ctx](const httplib::Request& req, httplib::Response& res) {
+               resolve(ctx, req, res, "models", req.matches[1], req.matches[2], req.matches[3]);
+             });
+  server.Get(
+      R"(/lfs-objects/([0-9a-f]{64}))",
+      [&ctx](const httplib::Request& req, httplib::Response& res) { lfs_object(ctx, req, res); });
 }
 
 }  // namespace kernelhub::hub::server

@@ -25,8 +25,10 @@ void send_failure(httplib::Response& res, const FaultPlan& plan) {
     res.set_header("RateLimit-Policy", "\"fixed window\";\"api\";q=500;w=300");
     return send_error(res, 429, "RateLimited", "rate limited (injected fault)");
   }
-  if (plan.retry_after_seconds > 0) res.set_header("Retry-After", std::to_string(plan.retry_after_seconds));
-  send_error(res, plan.fail_status, "InjectedFault", "injected failure " + std::to_string(plan.fail_status));
+  if (plan.retry_after_seconds > 0)
+    res.set_header("Retry-After", std::to_string(plan.retry_after_seconds));
+  send_error(res, plan.fail_status, "InjectedFault",
+             "injected failure " + std::to_string(plan.fail_status));
 }
 
 void register_test_routes(httplib::Server& server, ServerContext& ctx) {
@@ -34,11 +36,12 @@ void register_test_routes(httplib::Server& server, ServerContext& ctx) {
     std::lock_guard lock(ctx.mutex);
     send_json(res, to_json(ctx.records));
   });
-  server.Post("/_kernelhub/requests/reset", [&ctx](const httplib::Request&, httplib::Response& res) {
-    std::lock_guard lock(ctx.mutex);
-    ctx.records.clear();
-    send_json(res, nlohmann::json::object());
-  });
+  server.Post("/_kernelhub/requests/reset",
+              [&ctx](const httplib::Request&, httplib::Response& res) {
+                std::lock_guard lock(ctx.mutex);
+                ctx.records.clear();
+                send_json(res, nlohmann::json::object());
+              });
   server.Post("/_kernelhub/faults", [&ctx](const httplib::Request& req, httplib::Response& res) {
     const auto body = nlohmann::json::parse(req.body, nullptr, false);
     auto plan = fault_plan_from_json(body);
@@ -73,14 +76,14 @@ struct HubServer::Impl {
       send_failure(res, *failure);
       return httplib::Server::HandlerResponse::Handled;
     });
-    server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req,
-                                                                     httplib::Response& res) {
-      if (res.has_header("X-Error-Code")) return httplib::Server::HandlerResponse::Unhandled;
-      take_ranges(req);
-      send_error(res, res.status, res.status == 404 ? "RepoNotFound" : "BadRequest",
-                 "no such endpoint: " + req.method + " " + req.path);
-      return httplib::Server::HandlerResponse::Handled;
-    }));
+    server.set_error_handler(httplib::Server::HandlerWithResponse(
+        [](const httplib::Request& req, httplib::Response& res) {
+          if (res.has_header("X-Error-Code")) return httplib::Server::HandlerResponse::Unhandled;
+          take_ranges(req);
+          send_error(res, res.status, res.status == 404 ? "RepoNotFound" : "BadRequest",
+                     "no such endpoint: " + req.method + " " + req.path);
+          return httplib::Server::HandlerResponse::Handled;
+        }));
     // Runs before the status line is written, so a test that got its response sees the record.
     server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_test_path(req.path)) return;
@@ -91,12 +94,14 @@ struct HubServer::Impl {
     register_file_routes(server, ctx);
     if (ctx.options.test_endpoints) register_test_routes(server, ctx);
 
-    const int port = ctx.options.port == 0 ? server.bind_to_any_port(ctx.options.bind_host)
-                                           : (server.bind_to_port(ctx.options.bind_host, ctx.options.port)
-                                                  ? ctx.options.port
-                                                  : -1);
+    const int port =
+        ctx.options.port == 0
+            ? server.bind_to_any_port(ctx.options.bind_host)
+            : (server.bind_to_port(ctx.options.bind_host, ctx.options.port) ? ctx.options.port
+                                                                            : -1);
     if (port <= 0) {
-      return fail(ErrorCode::network, "cannot bind " + ctx.options.bind_host + ":" + std::to_string(ctx.options.port));
+      return fail(ErrorCode::network,
+                  "cannot bind " + ctx.options.bind_host + ":" + std::to_string(ctx.options.port));
     }
     ctx.port = port;
     bound = true;

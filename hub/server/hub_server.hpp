@@ -22,13 +22,13 @@ namespace kernelhub::hub::server {
 // applies to every request (API calls included) while fail_count > 0.
 struct FaultPlan {
   std::optional<std::uint64_t> reset_after_bytes;  // send N body bytes, then drop the connection
-  int reset_times = 1;                              // how many responses get reset
-  std::optional<std::chrono::milliseconds> stall;   // after headers, send nothing for this long
-  bool corrupt_one_byte = false;                    // flip one byte in the middle, same length
-  int fail_status = 0;                              // e.g. 429 or 503
-  int fail_count = 0;                               // how many requests get fail_status
-  int retry_after_seconds = 0;                      // sent as Retry-After / RateLimit t=
-  bool ignore_range = false;                        // answer 200 with the full body
+  int reset_times = 1;                             // how many responses get reset
+  std::optional<std::chrono::milliseconds> stall;  // after headers, send nothing for this long
+  bool corrupt_one_byte = false;                   // flip one byte in the middle, same length
+  int fail_status = 0;                             // e.g. 429 or 503
+  int fail_count = 0;                              // how many requests get fail_status
+  int retry_after_seconds = 0;                     // sent as Retry-After / RateLimit t=
+  bool ignore_range = false;                       // answer 200 with the full body
   std::string path_filter;
 };
 
@@ -39,11 +39,11 @@ struct RequestRecord {
 };
 
 struct ServerOptions {
-  std::filesystem::path root;        // the local store
+  std::filesystem::path root;  // the local store
   std::string bind_host = "127.0.0.1";
-  int port = 0;                      // 0: pick a free port
-  std::size_t tree_page_size = 1000; // entries per /tree page before a Link: rel="next"
-  bool test_endpoints = false;       // /_kernelhub/{requests,faults}: for tests in other processes
+  int port = 0;                       // 0: pick a free port
+  std::size_t tree_page_size = 1000;  // entries per /tree page before a Link: rel="next"
+  bool test_endpoints = false;        // /_kernelhub/{requests,faults}: for tests in other processes
   // Orgs whose /api/organizations/{org}/overview says trustedKernelPublisher (the flag the
   // `kernels` library checks online before it downloads anything).
   std::set<std::string> trusted_publishers{"kernels-community"};

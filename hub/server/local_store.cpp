@@ -38,19 +38,21 @@ Result<std::vector<RefEntry>> scan_refs(const fs::path& dir) {
   std::vector<RefEntry> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     const std::string name = fs::relative(it->path(), dir, ec).generic_string();
     if (name.starts_with(".tmp-") || !validate_ref_name(name)) continue;
     auto text = read_small_file(it->path(), 256);
     if (!text) return fail(text.error());
     std::string sha = text->substr(0, text->find_first_of("\r\n"));
-    if (!is_hex(sha, 40)) return fail(ErrorCode::io, "ref file " + it->path().string() + " is corrupt");
+    if (!is_hex(sha, 40))
+      return fail(ErrorCode::io, "ref file " + it->path().string() + " is corrupt");
     out.push_back({name, sha});
   }
   if (ec) return fail(ErrorCode::io, "cannot list " + dir.string() + ": " + ec.message());
-  std::sort(out.begin(), out.end(), [](const RefEntry& a, const RefEntry& b) { return a.name < b.name; });
+  std::sort(out.begin(), out.end(),
+            [](const RefEntry& a, const RefEntry& b) { return a.name < b.name; });
   return out;
 }
 
@@ -63,8 +65,9 @@ Result<Commit> parse_commit(std::string_view text, std::string_view id) {
     c.message = j.at("message").get<std::string>();
     c.timestamp = j.at("timestamp").get<std::int64_t>();
     for (const auto& [path, f] : j.at("files").items()) {
-      c.files[path] = StoredFile{f.at("size").get<std::uint64_t>(), f.at("sha256").get<std::string>(),
-                                 f.at("git_oid").get<std::string>(), f.at("lfs").get<bool>()};
+      c.files[path] =
+          StoredFile{f.at("size").get<std::uint64_t>(), f.at("sha256").get<std::string>(),
+                     f.at("git_oid").get<std::string>(), f.at("lfs").get<bool>()};
     }
     return c;
   } catch (const nlohmann::json::exception& e) {
@@ -74,7 +77,9 @@ Result<Commit> parse_commit(std::string_view text, std::string_view id) {
 
 }  // namespace
 
-fs::path LocalStore::repo_dir(const trust::RepoId& repo) const { return root_ / repo.org / repo.name; }
+fs::path LocalStore::repo_dir(const trust::RepoId& repo) const {
+  return root_ / repo.org / repo.name;
+}
 
 bool LocalStore::has_repo(const trust::RepoId& repo) const {
   std::error_code ec;
@@ -82,7 +87,8 @@ bool LocalStore::has_repo(const trust::RepoId& repo) const {
 }
 
 Result<RefList> LocalStore::list_refs(const trust::RepoId& repo) const {
-  if (!has_repo(repo)) return fail(ErrorCode::repo_not_found, "repository " + repo.str() + " not found");
+  if (!has_repo(repo))
+    return fail(ErrorCode::repo_not_found, "repository " + repo.str() + " not found");
   auto branches = scan_refs(repo_dir(repo) / "refs/heads");
   if (!branches) return fail(branches.error());
   auto tags = scan_refs(repo_dir(repo) / "refs/tags");
@@ -103,8 +109,10 @@ Result<std::optional<std::string>> LocalStore::read_ref(const trust::RepoId& rep
   return std::optional<std::string>(std::move(sha));
 }
 
-Result<std::string> LocalStore::resolve(const trust::RepoId& repo, std::string_view revision) const {
-  if (!has_repo(repo)) return fail(ErrorCode::repo_not_found, "repository " + repo.str() + " not found");
+Result<std::string> LocalStore::resolve(const trust::RepoId& repo,
+                                        std::string_view revision) const {
+  if (!has_repo(repo))
+    return fail(ErrorCode::repo_not_found, "repository " + repo.str() + " not found");
   const auto not_found = [&] {
     return fail(ErrorCode::revision_not_found,
                 "revision '" + std::string(revision) + "' not found in " + repo.str());
@@ -134,20 +142,25 @@ Result<std::string> LocalStore::resolve(const trust::RepoId& repo, std::string_v
 }
 
 Result<Commit> LocalStore::read_commit(const trust::RepoId& repo, std::string_view id) const {
-  if (!is_hex(id, 40)) return fail(ErrorCode::revision_not_found, "not a commit id: " + std::string(id));
-  auto text = read_small_file(repo_dir(repo) / "commits" / (std::string(id) + ".json"), kMaxCommitBytes);
+  if (!is_hex(id, 40))
+    return fail(ErrorCode::revision_not_found, "not a commit id: " + std::string(id));
+  auto text =
+      read_small_file(repo_dir(repo) / "commits" / (std::string(id) + ".json"), kMaxCommitBytes);
   if (!text) return fail(ErrorCode::revision_not_found, text.error().message);
-  if (sha1_hex(*text) != id) return fail(ErrorCode::io, "commit " + std::string(id) + " does not match its id");
+  if (sha1_hex(*text) != id)
+    return fail(ErrorCode::io, "commit " + std::string(id) + " does not match its id");
   return parse_commit(*text, id);
 }
 
 fs::path LocalStore::object_path(const trust::RepoId& repo, std::string_view sha256) const {
-  return repo_dir(repo) / "objects" / std::string(sha256.substr(0, 2)) / std::string(sha256.substr(2));
+  return repo_dir(repo) / "objects" / std::string(sha256.substr(0, 2)) /
+         std::string(sha256.substr(2));
 }
 
 Result<void> LocalStore::create_repo(const trust::RepoId& repo) const {
   const fs::path dir = repo_dir(repo);
-  for (const char* sub : {"objects", "refs/heads", "refs/tags", "tmp", "commits"}) KH_TRY(make_dirs(dir / sub));
+  for (const char* sub : {"objects", "refs/heads", "refs/tags", "tmp", "commits"})
+    KH_TRY(make_dirs(dir / sub));
   return ok();
 }
 
@@ -158,7 +171,8 @@ Result<StoredFile> LocalStore::add_object(const trust::RepoId& repo, const fs::p
   if (!in || ::fstat(in.get(), &st) != 0) {
     return fail(ErrorCode::io, "cannot open " + source.string() + ": " + std::strerror(errno));
   }
-  if (!S_ISREG(st.st_mode)) return fail(ErrorCode::unsafe_path, source.string() + " is not a regular file");
+  if (!S_ISREG(st.st_mode))
+    return fail(ErrorCode::unsafe_path, source.string() + " is not a regular file");
   auto tmp = TempFile::create(repo_dir(repo) / "tmp");
   if (!tmp) return fail(tmp.error());
   trust::Sha256 sha256;
@@ -168,7 +182,8 @@ Result<StoredFile> LocalStore::add_object(const trust::RepoId& repo, const fs::p
   for (;;) {
     const ssize_t n = ::read(in.get(), buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(ErrorCode::io, "cannot read " + source.string() + ": " + std::strerror(errno));
+    if (n < 0)
+      return fail(ErrorCode::io, "cannot read " + source.string() + ": " + std::strerror(errno));
     if (n == 0) break;
     sha256.update(buf.data(), static_cast<std::size_t>(n));
     git_oid.update(buf.data(), static_cast<std::size_t>(n));
@@ -192,20 +207,23 @@ Result<std::string> LocalStore::write_commit(const trust::RepoId& repo, Commit c
   if (commit.parent) {
     std::error_code ec;
     if (!fs::is_regular_file(repo_dir(repo) / "commits" / (*commit.parent + ".json"), ec)) {
-      return fail(ErrorCode::invalid_argument, "parent commit " + *commit.parent + " does not exist");
+      return fail(ErrorCode::invalid_argument,
+                  "parent commit " + *commit.parent + " does not exist");
     }
   }
   auto text = canonical_commit_json(commit);
   if (!text) return fail(text.error());
   const std::string id = sha1_hex(*text);
-  KH_TRY(write_file_atomic(repo_dir(repo) / "tmp", repo_dir(repo) / "commits" / (id + ".json"), *text, 0444));
+  KH_TRY(write_file_atomic(repo_dir(repo) / "tmp", repo_dir(repo) / "commits" / (id + ".json"),
+                           *text, 0444));
   return id;
 }
 
 Result<void> LocalStore::set_ref(const trust::RepoId& repo, RefKind kind, std::string_view name,
                                  std::string_view commit) const {
   KH_TRY(validate_ref_name(name));
-  if (!is_hex(commit, 40)) return fail(ErrorCode::invalid_argument, "not a commit id: " + std::string(commit));
+  if (!is_hex(commit, 40))
+    return fail(ErrorCode::invalid_argument, "not a commit id: " + std::string(commit));
   const fs::path file = repo_dir(repo) / ref_dir(kind) / std::string(name);
   KH_TRY(make_dirs(file.parent_path()));
   return write_file_atomic(repo_dir(repo) / "tmp", file, std::string(commit) + "\n");
@@ -217,7 +235,8 @@ Result<RepoLock> RepoLock::acquire(const LocalStore& store, const trust::RepoId&
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (!fd) return fail(ErrorCode::io, "cannot open " + path.string() + ": " + std::strerror(errno));
   while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) return fail(ErrorCode::io, "cannot lock " + path.string() + ": " + std::strerror(errno));
+    if (errno != EINTR)
+      return fail(ErrorCode::io, "cannot lock " + path.string() + ": " + std::strerror(errno));
   }
   return RepoLock(std::move(fd));
 }

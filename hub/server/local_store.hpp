@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "trust/unique_fd.hpp"
 #include "trust/repo_id.hpp"
 #include "trust/result.hpp"
+#include "trust/unique_fd.hpp"
 
 namespace kernelhub::hub::server {
 
@@ -71,7 +71,8 @@ struct TreeEntry {
 // Entries under `prefix` ("" = repo root), sorted by path. Not recursive: direct children
 // only; recursive: every file and directory below. entry_not_found when `prefix` is not a
 // directory of the commit.
-Result<std::vector<TreeEntry>> list_tree(const Commit& commit, std::string_view prefix, bool recursive);
+Result<std::vector<TreeEntry>> list_tree(const Commit& commit, std::string_view prefix,
+                                         bool recursive);
 // One file or directory of a commit, if present.
 std::optional<TreeEntry> find_entry(const Commit& commit, std::string_view path);
 

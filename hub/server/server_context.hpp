@@ -42,7 +42,8 @@ httplib::Ranges take_ranges(const httplib::Request& req);
 
 void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
 // A Hub-style error: X-Error-Code, X-Error-Message and {"error": message}.
-void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message);
+void send_error(httplib::Response& res, int status, const std::string& code,
+                const std::string& message);
 // Maps a store error to the Hub's status and X-Error-Code.
 void send_store_error(httplib::Response& res, const Error& error);
 
@@ -55,8 +56,8 @@ struct RepoTarget {
   std::string type;
   trust::RepoId repo;
 };
-std::optional<RepoTarget> repo_target(httplib::Response& res, const std::string& type, const std::string& org,
-                                      const std::string& name);
+std::optional<RepoTarget> repo_target(httplib::Response& res, const std::string& type,
+                                      const std::string& org, const std::string& name);
 
 // Splits "<rev>/<path>" where rev itself may contain '/': the longest prefix that
 // resolves wins. need_path: the path part must be non-empty (resolve URLs).

@@ -13,7 +13,8 @@ std::optional<FaultPlan> ServerContext::take_failure() {
 
 FaultPlan ServerContext::download_faults(const std::string& repo_path, bool consume) {
   std::lock_guard lock(mutex);
-  if (!faults.path_filter.empty() && repo_path.find(faults.path_filter) == std::string::npos) return FaultPlan{};
+  if (!faults.path_filter.empty() && repo_path.find(faults.path_filter) == std::string::npos)
+    return FaultPlan{};
   FaultPlan applied = faults;
   if (faults.reset_after_bytes && faults.reset_times > 0) {
     if (consume) --faults.reset_times;
@@ -25,8 +26,10 @@ FaultPlan ServerContext::download_faults(const std::string& repo_path, bool cons
 
 std::string ServerContext::base_url(const httplib::Request& req) const {
   const std::string host = req.get_header_value("Host");
-  const bool sane = !host.empty() && host.size() < 256 && host.find_first_not_of(
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") == std::string::npos;
+  const bool sane = !host.empty() && host.size() < 256 &&
+                    host.find_first_not_of(
+                        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") ==
+                        std::string::npos;
   return "http://" + (sane ? host : options.bind_host + ":" + std::to_string(port));
 }
 
@@ -39,10 +42,12 @@ httplib::Ranges take_ranges(const httplib::Request& req) {
 
 void send_json(httplib::Response& res, const nlohmann::json& body, int status) {
   res.status = status;
-  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
 }
 
-void send_error(httplib::Response& res, int status, const std::string& code, const std::string& message) {
+void send_error(httplib::Response& res, int status, const std::string& code,
+                const std::string& message) {
   res.status = status;
   res.set_header("X-Error-Code", code);
   // Header values must stay on one line.
@@ -51,23 +56,30 @@ void send_error(httplib::Response& res, int status, const std::string& code, con
     if (c == '\r' || c == '\n') c = ' ';
   }
   res.set_header("X-Error-Message", one_line);
-  res.set_content(nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+  res.set_content(nlohmann::json{{"error", message}}.dump(-1, ' ', false,
+                                                          nlohmann::json::error_handler_t::replace),
                   "application/json");
 }
 
 void send_store_error(httplib::Response& res, const Error& error) {
   switch (error.code) {
-    case ErrorCode::repo_not_found: return send_error(res, 404, "RepoNotFound", error.message);
-    case ErrorCode::revision_not_found: return send_error(res, 404, "RevisionNotFound", error.message);
-    case ErrorCode::entry_not_found: return send_error(res, 404, "EntryNotFound", error.message);
-    case ErrorCode::invalid_argument: return send_error(res, 400, "BadRequest", error.message);
-    default: return send_error(res, 500, "InternalError", error.message);
+    case ErrorCode::repo_not_found:
+      return send_error(res, 404, "RepoNotFound", error.message);
+    case ErrorCode::revision_not_found:
+      return send_error(res, 404, "RevisionNotFound", error.message);
+    case ErrorCode::entry_not_found:
+      return send_error(res, 404, "EntryNotFound", error.message);
+    case ErrorCode::invalid_argument:
+      return send_error(res, 400, "BadRequest", error.message);
+    default:
+      return send_error(res, 500, "InternalError", error.message);
   }
 }
 
 bool parse_bool(const std::string& text) {
   std::string lower;
-  for (char c : text) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : text)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   return lower == "true" || lower == "1" || lower == "yes";
 }
 
@@ -76,7 +88,8 @@ std::string url_encode(std::string_view text, bool keep_slash) {
   std::string out;
   for (char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+        (keep_slash && c == '/')) {
       out.push_back(ch);
     } else {
       out += '%';
@@ -96,8 +109,8 @@ std::string iso_time(std::int64_t seconds) {
   return buf;
 }
 
-std::optional<RepoTarget> repo_target(httplib::Response& res, const std::string& type, const std::string& org,
-                                      const std::string& name) {
+std::optional<RepoTarget> repo_target(httplib::Response& res, const std::string& type,
+                                      const std::string& org, const std::string& name) {
   auto repo = trust::RepoId::parse(org + "/" + name);
   if (!repo) {
     send_error(res, 404, "RepoNotFound", repo.error().message);
@@ -106,11 +119,12 @@ std::optional<RepoTarget> repo_target(httplib::Response& res, const std::string&
   return RepoTarget{type, std::move(*repo)};
 }
 
-Result<RevisionAndPath> split_revision(const LocalStore& store, const trust::RepoId& repo, const std::string& rest,
-                                       bool need_path) {
+Result<RevisionAndPath> split_revision(const LocalStore& store, const trust::RepoId& repo,
+                                       const std::string& rest, bool need_path) {
   std::vector<std::size_t> cuts;  // candidate revision ends, longest first
   if (!need_path) cuts.push_back(rest.size());
-  for (auto pos = rest.rfind('/'); pos != std::string::npos && pos > 0; pos = rest.rfind('/', pos - 1)) {
+  for (auto pos = rest.rfind('/'); pos != std::string::npos && pos > 0;
+       pos = rest.rfind('/', pos - 1)) {
     cuts.push_back(pos);
   }
   for (const auto cut : cuts) {
@@ -121,7 +135,8 @@ Result<RevisionAndPath> split_revision(const LocalStore& store, const trust::Rep
     }
     if (commit.error().code != ErrorCode::revision_not_found) return fail(commit.error());
   }
-  if (!store.has_repo(repo)) return fail(ErrorCode::repo_not_found, "repository " + repo.str() + " not found");
+  if (!store.has_repo(repo))
+    return fail(ErrorCode::repo_not_found, "repository " + repo.str() + " not found");
   const std::string shown = rest.substr(0, rest.find('/'));
   return fail(ErrorCode::revision_not_found, "revision '" + shown + "' not found in " + repo.str());
 }

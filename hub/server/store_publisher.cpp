@@ -56,7 +56,8 @@ Result<PublishResult> publish_directory(const PublishRequest& request) {
   if (request.tag) KH_TRY(validate_ref_name(*request.tag));
   auto files = collect_source_files(request.source);
   if (!files) return fail(files.error());
-  if (files->empty()) return fail(ErrorCode::invalid_argument, request.source.string() + " has no files to publish");
+  if (files->empty())
+    return fail(ErrorCode::invalid_argument, request.source.string() + " has no files to publish");
 
   const LocalStore store(request.root);
   KH_TRY(store.create_repo(request.repo));
@@ -71,10 +72,12 @@ Result<PublishResult> publish_directory(const PublishRequest& request) {
 
   Commit commit;
   commit.parent = *head;
-  commit.message = request.message.empty() ? "Publish " + request.source.filename().string() : request.message;
-  commit.timestamp = request.timestamp.value_or(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  commit.message =
+      request.message.empty() ? "Publish " + request.source.filename().string() : request.message;
+  commit.timestamp =
+      request.timestamp.value_or(std::chrono::duration_cast<std::chrono::seconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
   for (const auto& [repo_path, path] : *files) {
     auto stored = store.add_object(request.repo, path, repo_path);
     if (!stored) return fail(stored.error());
@@ -83,7 +86,8 @@ Result<PublishResult> publish_directory(const PublishRequest& request) {
   auto id = store.write_commit(request.repo, commit);
   if (!id) return fail(id.error());
   if (*existing_tag && **existing_tag != *id) {
-    return fail(ErrorCode::invalid_argument, "tag '" + *request.tag + "' already points to " + **existing_tag);
+    return fail(ErrorCode::invalid_argument,
+                "tag '" + *request.tag + "' already points to " + **existing_tag);
   }
   KH_TRY(store.set_ref(request.repo, RefKind::branch, request.branch, *id));
   if (request.tag) KH_TRY(store.set_ref(request.repo, RefKind::tag, *request.tag, *id));

@@ -48,7 +48,9 @@ std::string lfs_pointer_text(const StoredFile& file) {
          std::to_string(file.size) + "\n";
 }
 
-std::string lfs_pointer_oid(const StoredFile& file) { return trust::git_blob_sha1_hex(lfs_pointer_text(file)); }
+std::string lfs_pointer_oid(const StoredFile& file) {
+  return trust::git_blob_sha1_hex(lfs_pointer_text(file));
+}
 
 std::string hub_etag(const StoredFile& file) { return file.lfs ? file.sha256 : file.git_oid; }
 
@@ -57,10 +59,11 @@ Result<std::string> canonical_commit_json(const Commit& commit) {
   for (const auto& [path, f] : commit.files) {
     files[path] = {{"size", f.size}, {"sha256", f.sha256}, {"git_oid", f.git_oid}, {"lfs", f.lfs}};
   }
-  nlohmann::json j = {{"parent", commit.parent ? nlohmann::json(*commit.parent) : nlohmann::json(nullptr)},
-                      {"message", commit.message},
-                      {"timestamp", commit.timestamp},
-                      {"files", std::move(files)}};
+  nlohmann::json j = {
+      {"parent", commit.parent ? nlohmann::json(*commit.parent) : nlohmann::json(nullptr)},
+      {"message", commit.message},
+      {"timestamp", commit.timestamp},
+      {"files", std::move(files)}};
   try {
     return j.dump();  // nlohmann objects are key-sorted: this is the canonical form
   } catch (const nlohmann::json::exception& e) {
@@ -69,12 +72,15 @@ Result<std::string> canonical_commit_json(const Commit& commit) {
 }
 
 Result<void> validate_ref_name(std::string_view name) {
-  if (name.empty() || name.size() > 200) return fail(ErrorCode::invalid_argument, "ref name is empty or too long");
+  if (name.empty() || name.size() > 200)
+    return fail(ErrorCode::invalid_argument, "ref name is empty or too long");
   std::size_t start = 0;
   while (true) {
     const auto slash = name.find('/', start);
-    const auto seg = name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
-    if (!valid_ref_segment(seg) || seg.find("..") != std::string_view::npos || ends_with(seg, ".lock")) {
+    const auto seg = name.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (!valid_ref_segment(seg) || seg.find("..") != std::string_view::npos ||
+        ends_with(seg, ".lock")) {
       return fail(ErrorCode::invalid_argument, "invalid ref name '" + std::string(name) + "'");
     }
     if (slash == std::string_view::npos) return ok();
@@ -84,16 +90,19 @@ Result<void> validate_ref_name(std::string_view name) {
 
 std::optional<TreeEntry> find_entry(const Commit& commit, std::string_view path) {
   const std::string key(path);
-  if (auto it = commit.files.find(key); it != commit.files.end()) return TreeEntry{key, it->second, {}};
+  if (auto it = commit.files.find(key); it != commit.files.end())
+    return TreeEntry{key, it->second, {}};
   const std::string prefix = key + "/";
   auto it = commit.files.lower_bound(prefix);
-  if (!key.empty() && it != commit.files.end() && it->first.compare(0, prefix.size(), prefix) == 0) {
+  if (!key.empty() && it != commit.files.end() &&
+      it->first.compare(0, prefix.size(), prefix) == 0) {
     return TreeEntry{key, std::nullopt, directory_oid(commit, key)};
   }
   return std::nullopt;
 }
 
-Result<std::vector<TreeEntry>> list_tree(const Commit& commit, std::string_view prefix_in, bool recursive) {
+Result<std::vector<TreeEntry>> list_tree(const Commit& commit, std::string_view prefix_in,
+                                         bool recursive) {
   std::string base(prefix_in);
   while (!base.empty() && base.back() == '/') base.pop_back();
   const std::string prefix = base.empty() ? "" : base + "/";
@@ -114,13 +123,15 @@ Result<std::vector<TreeEntry>> list_tree(const Commit& commit, std::string_view 
       continue;
     }
     out.push_back({it->first, it->second, {}});
-    for (; slash != std::string::npos; slash = rest.find('/', slash + 1)) dirs.insert(prefix + rest.substr(0, slash));
+    for (; slash != std::string::npos; slash = rest.find('/', slash + 1))
+      dirs.insert(prefix + rest.substr(0, slash));
   }
   if (!any && !base.empty()) {
     return fail(ErrorCode::entry_not_found, "no folder '" + base + "' in commit " + commit.id);
   }
   for (const auto& d : dirs) out.push_back({d, std::nullopt, directory_oid(commit, d)});
-  std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
+  std::sort(out.begin(), out.end(),
+            [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
   return out;
 }
 

@@ -19,7 +19,8 @@ namespace {
 
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> out;
-  for (const auto& entry : fs::directory_iterator(dir)) out.push_back(entry.path().filename().string());
+  for (const auto& entry : fs::directory_iterator(dir))
+    out.push_back(entry.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -56,7 +57,8 @@ fs::path the_temp(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("a good LFS blob is written under a temp name and committed as blobs/<sha256>", "[cache][blob]") {
+TEST_CASE("a good LFS blob is written under a temp name and committed as blobs/<sha256>",
+          "[cache][blob]") {
   testing::TempDir dir;
   const mode_t old_umask = ::umask(022);
   const auto expected = lfs_blob(kContent);
@@ -118,7 +120,8 @@ TEST_CASE("the blob mode honours the umask", "[cache][blob]") {
 TEST_CASE("a git-tracked blob is verified by its git blob sha1", "[cache][blob]") {
   testing::TempDir dir;
   const std::string content = "hello world\n";
-  ExpectedBlob expected{"3b18e512dba79e4c8300dd08aeb37f8e728b8dad", DigestKind::git_sha1, content.size()};
+  ExpectedBlob expected{"3b18e512dba79e4c8300dd08aeb37f8e728b8dad", DigestKind::git_sha1,
+                        content.size()};
   auto w = BlobWriter::create(dir.path(), expected);
   REQUIRE(w);
   write_chunks(*w, content);
@@ -222,9 +225,11 @@ TEST_CASE("restart truncates and starts the hash over", "[cache][blob]") {
   REQUIRE(w->commit());
 }
 
-TEST_CASE("an etag that is not a hex digest is refused before any file is created", "[cache][blob]") {
+TEST_CASE("an etag that is not a hex digest is refused before any file is created",
+          "[cache][blob]") {
   testing::TempDir dir;
-  for (const std::string& etag : std::vector<std::string>{"../../etc/passwd", std::string(64, 'A'), std::string(40, 'a')}) {
+  for (const std::string& etag :
+       std::vector<std::string>{"../../etc/passwd", std::string(64, 'A'), std::string(40, 'a')}) {
     auto w = BlobWriter::create(dir.path(), ExpectedBlob{etag, DigestKind::sha256, 1});
     REQUIRE_FALSE(w);
     CHECK(w.error().code == ErrorCode::malformed_response);
@@ -254,12 +259,13 @@ void write_pieces(BlobWriter& w, const std::string& content, std::size_t from = 
   }
 }
 
-const BlobWriterOptions kTrailing{0};       // every blob hashed on the trailing thread
+const BlobWriterOptions kTrailing{0};         // every blob hashed on the trailing thread
 const BlobWriterOptions kInline{UINT64_MAX};  // never
 
 }  // namespace
 
-TEST_CASE("the trailing hasher gives the same digests as inline hashing", "[cache][blob][trailing]") {
+TEST_CASE("the trailing hasher gives the same digests as inline hashing",
+          "[cache][blob][trailing]") {
   testing::TempDir dir;
   const std::string content = big_content();
   const std::string sha256 = trust::sha256_hex(content);
@@ -272,7 +278,8 @@ TEST_CASE("the trailing hasher gives the same digests as inline hashing", "[cach
   for (const auto& expected : {ExpectedBlob{sha256, DigestKind::sha256, content.size()},
                                ExpectedBlob{git_sha1, DigestKind::git_sha1, content.size()}}) {
     for (const auto& options : {kTrailing, kInline}) {
-      INFO("kind=" << static_cast<int>(expected.kind) << " trailing=" << (options.trailing_hash_min_size == 0));
+      INFO("kind=" << static_cast<int>(expected.kind)
+                   << " trailing=" << (options.trailing_hash_min_size == 0));
       auto w = BlobWriter::create(dir.path(), expected, options);
       REQUIRE(w);
       write_pieces(*w, content);
@@ -292,10 +299,12 @@ TEST_CASE("the trailing hasher gives the same digests as inline hashing", "[cach
   CHECK(w->sha256_hex() == sha256);
 }
 
-TEST_CASE("with the trailing hasher a corrupted byte is still a hash_mismatch", "[cache][blob][trailing]") {
+TEST_CASE("with the trailing hasher a corrupted byte is still a hash_mismatch",
+          "[cache][blob][trailing]") {
   testing::TempDir dir;
   const std::string content = big_content();
-  const auto expected = ExpectedBlob{trust::sha256_hex(content), DigestKind::sha256, content.size()};
+  const auto expected =
+      ExpectedBlob{trust::sha256_hex(content), DigestKind::sha256, content.size()};
   for (const std::size_t at : {std::size_t{0}, content.size() / 2, content.size() - 1}) {
     std::string corrupt = content;
     corrupt[at] ^= 0x01;
@@ -313,10 +322,12 @@ TEST_CASE("with the trailing hasher a corrupted byte is still a hash_mismatch", 
   }
 }
 
-TEST_CASE("with the trailing hasher a resume still re-hashes the file from disk", "[cache][blob][trailing]") {
+TEST_CASE("with the trailing hasher a resume still re-hashes the file from disk",
+          "[cache][blob][trailing]") {
   testing::TempDir dir;
   const std::string content = big_content();
-  const auto expected = ExpectedBlob{trust::sha256_hex(content), DigestKind::sha256, content.size()};
+  const auto expected =
+      ExpectedBlob{trust::sha256_hex(content), DigestKind::sha256, content.size()};
   const std::size_t half = content.size() / 2;
 
   SECTION("a clean resume verifies") {
@@ -345,10 +356,12 @@ TEST_CASE("with the trailing hasher a resume still re-hashes the file from disk"
   CHECK(names_in(dir.path()).empty());
 }
 
-TEST_CASE("with the trailing hasher restart and early destruction are clean", "[cache][blob][trailing]") {
+TEST_CASE("with the trailing hasher restart and early destruction are clean",
+          "[cache][blob][trailing]") {
   testing::TempDir dir;
   const std::string content = big_content();
-  const auto expected = ExpectedBlob{trust::sha256_hex(content), DigestKind::sha256, content.size()};
+  const auto expected =
+      ExpectedBlob{trust::sha256_hex(content), DigestKind::sha256, content.size()};
   {
     auto w = BlobWriter::create(dir.path(), expected, kTrailing);
     REQUIRE(w);

@@ -15,12 +15,15 @@ TEST_CASE("cache root precedence follows kernels and huggingface_hub", "[cache][
       {{{"HOME", "/home/u"}, {"XDG_CACHE_HOME", "/xdg"}}, "/xdg/huggingface/hub"},
       {{{"HOME", "/home/u"}, {"XDG_CACHE_HOME", "/xdg"}, {"HF_HOME", "/hf"}}, "/hf/hub"},
       {{{"HF_HOME", "/hf"}, {"HUGGINGFACE_HUB_CACHE", "/legacy"}}, "/legacy"},
-      {{{"HF_HOME", "/hf"}, {"HUGGINGFACE_HUB_CACHE", "/legacy"}, {"HF_HUB_CACHE", "/hubcache"}}, "/hubcache"},
+      {{{"HF_HOME", "/hf"}, {"HUGGINGFACE_HUB_CACHE", "/legacy"}, {"HF_HUB_CACHE", "/hubcache"}},
+       "/hubcache"},
       {{{"HF_HUB_CACHE", "/hubcache"}, {"KERNELS_CACHE", "/kc"}}, "/kc"},
       {{{"HOME", "/home/u"}, {"KERNELS_CACHE", "~/kernels"}}, "/home/u/kernels"},
       {{{"HOME", "/home/u"}, {"HF_HOME", "~"}}, "/home/u/hub"},
-      {{{"HOME", "/home/u"}, {"HF_HUB_CACHE", "~other/x"}}, "~other/x"},  // only the caller's ~ expands
-      {{{"HOME", "/home/u"}, {"KERNELS_CACHE", ""}, {"HF_HUB_CACHE", "/hubcache"}}, "/hubcache"},  // empty = unset
+      {{{"HOME", "/home/u"}, {"HF_HUB_CACHE", "~other/x"}},
+       "~other/x"},  // only the caller's ~ expands
+      {{{"HOME", "/home/u"}, {"KERNELS_CACHE", ""}, {"HF_HUB_CACHE", "/hubcache"}},
+       "/hubcache"},  // empty = unset
   };
   for (const auto& row : rows) {
     INFO("want " << row.want);

@@ -15,8 +15,10 @@ inline const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
 
 inline std::string etag_of(const std::string& content) { return trust::sha256_hex(content); }
 
-inline Result<void> publish(const KernelCache& cache, const trust::RepoId& repo, const std::string& commit,
-                            const std::map<std::string, std::string>& files, const std::string& ref) {
+inline Result<void> publish(const KernelCache& cache, const trust::RepoId& repo,
+                            const std::string& commit,
+                            const std::map<std::string, std::string>& files,
+                            const std::string& ref) {
   KH_TRY(cache.prepare_repo(repo));
   std::vector<SnapshotFile> links;
   for (const auto& [path, content] : files) {

@@ -26,10 +26,12 @@ int write_into_tiny_tmpfs(const fs::path& mount_point) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return kNoMount;
   if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=64k") != 0) return kNoMount;
   const std::string content(1 << 20, 'z');
-  auto w = BlobWriter::create(mount_point, {trust::sha256_hex(content), DigestKind::sha256, content.size()});
+  auto w = BlobWriter::create(mount_point,
+                              {trust::sha256_hex(content), DigestKind::sha256, content.size()});
   if (!w) return kWrongOutcome;
   Result<void> r;
-  for (std::size_t i = 0; i < content.size() && r; i += 4096) r = w->write(content.data() + i, 4096);
+  for (std::size_t i = 0; i < content.size() && r; i += 4096)
+    r = w->write(content.data() + i, 4096);
   if (r || r.error().code != ErrorCode::disk_full) return kWrongOutcome;
   w = fail(ErrorCode::internal, "dropped");  // destroy the writer: the temp must go
   return fs::is_empty(mount_point) ? kDiskFullAndClean : kWrongOutcome;
@@ -37,7 +39,8 @@ int write_into_tiny_tmpfs(const fs::path& mount_point) {
 
 }  // namespace
 
-TEST_CASE("ENOSPC while writing a blob is disk_full and the temp is removed", "[cache][blob][enospc]") {
+TEST_CASE("ENOSPC while writing a blob is disk_full and the temp is removed",
+          "[cache][blob][enospc]") {
   testing::TempDir tmp;
   const pid_t child = ::fork();
   REQUIRE(child >= 0);

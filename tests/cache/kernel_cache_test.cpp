@@ -39,14 +39,16 @@ const std::map<std::string, std::string> kFiles{
 
 }  // namespace
 
-TEST_CASE("publish lays out blobs, relative symlinks and refs like huggingface_hub", "[cache][layout]") {
+TEST_CASE("publish lays out blobs, relative symlinks and refs like huggingface_hub",
+          "[cache][layout]") {
   testing::TempDir tmp;
   KernelCache cache(tmp.path() / "hub");
   REQUIRE(test::publish(cache, kRepo, test::kCommit, kFiles, "v1"));
 
   const fs::path repo = tmp.path() / "hub" / "kernels--kernels-community--relu";
   CHECK(cache.repo_dir(kRepo) == repo);
-  CHECK(slurp(tmp.path() / "hub" / "CACHEDIR.TAG").rfind("Signature: 8a477f597d28d172789f06886806bc55", 0) == 0);
+  CHECK(slurp(tmp.path() / "hub" / "CACHEDIR.TAG")
+            .rfind("Signature: 8a477f597d28d172789f06886806bc55", 0) == 0);
 
   // refs/v1: exactly the 40-hex sha, no newline.
   CHECK(slurp(repo / "refs" / "v1") == test::kCommit);
@@ -54,7 +56,8 @@ TEST_CASE("publish lays out blobs, relative symlinks and refs like huggingface_h
 
   // blobs: exactly one file per distinct content, named by sha256.
   std::set<std::string> blobs;
-  for (const auto& e : fs::directory_iterator(repo / "blobs")) blobs.insert(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(repo / "blobs"))
+    blobs.insert(e.path().filename().string());
   std::set<std::string> want_blobs;
   for (const auto& [path, content] : kFiles) want_blobs.insert(test::etag_of(content));
   CHECK(blobs == want_blobs);
@@ -108,17 +111,20 @@ TEST_CASE("refs are replaced atomically and read from legacy models-- folders", 
   CHECK(cache.cached_versions(kRepo) == std::vector<int>{1, 2});
 }
 
-TEST_CASE("link_snapshot refuses missing blobs and hostile paths, and relinks atomically", "[cache][layout]") {
+TEST_CASE("link_snapshot refuses missing blobs and hostile paths, and relinks atomically",
+          "[cache][layout]") {
   testing::TempDir tmp;
   KernelCache cache(tmp.path());
-  REQUIRE(test::publish(cache, kRepo, test::kCommit, {{"a/b.txt", "one"}, {"c.txt", "two"}}, "main"));
+  REQUIRE(
+      test::publish(cache, kRepo, test::kCommit, {{"a/b.txt", "one"}, {"c.txt", "two"}}, "main"));
 
   auto missing = cache.link_snapshot(kRepo, test::kCommit, {{"x.txt", std::string(64, 'f')}});
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == ErrorCode::entry_not_found);
   CHECK_FALSE(fs::exists(cache.snapshot_dir(kRepo, test::kCommit) / "x.txt"));
 
-  auto hostile = cache.link_snapshot(kRepo, test::kCommit, {{"../../../evil", test::etag_of("one")}});
+  auto hostile =
+      cache.link_snapshot(kRepo, test::kCommit, {{"../../../evil", test::etag_of("one")}});
   REQUIRE_FALSE(hostile);
   CHECK(hostile.error().code == ErrorCode::unsafe_path);
 
@@ -141,7 +147,8 @@ TEST_CASE("list reports repos, revisions, refs, variants and sizes", "[cache][li
   REQUIRE(test::publish(cache, kRepo, test::kCommit, kFiles, "v1"));
   REQUIRE(cache.write_ref(kRepo, "main", test::kCommit));
   const std::string commit2(40, 'b');
-  REQUIRE(test::publish(cache, kRepo, commit2, {{"build/torch-cpu/relu/__init__.py", "init2"}}, "v2"));
+  REQUIRE(
+      test::publish(cache, kRepo, commit2, {{"build/torch-cpu/relu/__init__.py", "init2"}}, "v2"));
   const trust::RepoId other{"SageAttention", "sage"};
   REQUIRE(test::publish(cache, other, test::kCommit, {{"x", "12345"}}, "main"));
   fs::create_directories(tmp.path() / "models--not--ours");
@@ -190,13 +197,15 @@ TEST_CASE("sweep_stale_temps removes only old *.incomplete files", "[cache][swee
   CHECK(cache.sweep_stale_temps(1h) == 0);
 }
 
-TEST_CASE("sweep_stale_temps also removes staged refs, markers and symlinks a crash left", "[cache][sweep]") {
+TEST_CASE("sweep_stale_temps also removes staged refs, markers and symlinks a crash left",
+          "[cache][sweep]") {
   testing::TempDir tmp;
   KernelCache cache(tmp.path());
   REQUIRE(test::publish(cache, kRepo, test::kCommit, {{"a", "content"}}, "main"));
   const fs::path repo = cache.repo_dir(kRepo);
   const fs::path ref_temp = repo / "refs" / "v1.0badf00d.tmp";
-  const fs::path marker_temp = repo / ".no_exist" / test::kCommit / "kernel-status.toml.12345678.tmp";
+  const fs::path marker_temp =
+      repo / ".no_exist" / test::kCommit / "kernel-status.toml.12345678.tmp";
   const fs::path link_temp = repo / "snapshots" / test::kCommit / ".a.abcdef01.tmp";
   const fs::path not_ours = repo / "refs" / "notes.tmp";  // no random part: not a temp of ours
   fs::create_directories(marker_temp.parent_path());
@@ -216,7 +225,8 @@ TEST_CASE("sweep_stale_temps also removes staged refs, markers and symlinks a cr
 TEST_CASE("lock is an exclusive flock on a 0664 file under .locks that stays", "[cache][lock]") {
   testing::TempDir tmp;
   KernelCache cache(tmp.path());
-  const fs::path lock_file = tmp.path() / ".locks" / "kernels--kernels-community--relu" / "download.lock";
+  const fs::path lock_file =
+      tmp.path() / ".locks" / "kernels--kernels-community--relu" / "download.lock";
   // The child is forked before the parent locks: a forked copy of the locked fd would
   // share the lock (flock belongs to the open file description).
   int start[2], ready[2];

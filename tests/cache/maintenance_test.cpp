@@ -19,8 +19,10 @@ const trust::RepoId kRepo{"kernels-community", "relu"};
 const trust::RepoId kOther{"SageAttention", "relu"};
 const std::string kCommit2 = "fedcba9876543210fedcba9876543210fedcba98";
 
-const std::map<std::string, std::string> kV1{{"build/v/__init__.py", "init"}, {"build/v/_ops.py", "ops-1"}};
-const std::map<std::string, std::string> kV2{{"build/v/__init__.py", "init"}, {"build/v/_ops.py", "ops-two"}};
+const std::map<std::string, std::string> kV1{{"build/v/__init__.py", "init"},
+                                             {"build/v/_ops.py", "ops-1"}};
+const std::map<std::string, std::string> kV2{{"build/v/__init__.py", "init"},
+                                             {"build/v/_ops.py", "ops-two"}};
 
 void overwrite(const fs::path& path, const std::string& content) {
   fs::permissions(path, fs::perms::owner_write, fs::perm_options::add);
@@ -29,7 +31,8 @@ void overwrite(const fs::path& path, const std::string& content) {
 
 }  // namespace
 
-TEST_CASE("verify_cache re-hashes sha256 and git-sha1 blobs and removes corrupt ones", "[cache][maintenance]") {
+TEST_CASE("verify_cache re-hashes sha256 and git-sha1 blobs and removes corrupt ones",
+          "[cache][maintenance]") {
   testing::TempDir tmp;
   KernelCache cache(tmp.path() / "cache");
   REQUIRE(test::publish(cache, kRepo, test::kCommit, kV1, "v1"));
@@ -62,7 +65,8 @@ TEST_CASE("verify_cache re-hashes sha256 and git-sha1 blobs and removes corrupt 
   CHECK(fs::exists(cache.blobs_dir(kRepo) / test::etag_of("init")));
 }
 
-TEST_CASE("verify_cache does not follow a symlink planted among the blobs", "[cache][maintenance]") {
+TEST_CASE("verify_cache does not follow a symlink planted among the blobs",
+          "[cache][maintenance]") {
   testing::TempDir tmp;
   KernelCache cache(tmp.path() / "cache");
   REQUIRE(test::publish(cache, kRepo, test::kCommit, kV1, "v1"));
@@ -85,11 +89,13 @@ TEST_CASE("verify_cache of a missing cache checks nothing", "[cache][maintenance
   CHECK(report->checked == 0);
 }
 
-TEST_CASE("collect_garbage removes unreferenced snapshots, then unlinked blobs only", "[cache][maintenance]") {
+TEST_CASE("collect_garbage removes unreferenced snapshots, then unlinked blobs only",
+          "[cache][maintenance]") {
   testing::TempDir tmp;
   KernelCache cache(tmp.path() / "cache");
   REQUIRE(test::publish(cache, kRepo, test::kCommit, kV1, "v1"));
-  REQUIRE(test::publish(cache, kRepo, kCommit2, kV2, "v1"));  // v1 moved on: the first snapshot is garbage
+  REQUIRE(test::publish(cache, kRepo, kCommit2, kV2,
+                        "v1"));  // v1 moved on: the first snapshot is garbage
   REQUIRE(test::publish(cache, kOther, test::kCommit, kV1, "main"));
   // A temp of an in-flight download is not garbage collection's business.
   const fs::path temp = cache.blobs_dir(kRepo) / (test::etag_of("x") + ".0000abcd.incomplete");
@@ -104,7 +110,8 @@ TEST_CASE("collect_garbage removes unreferenced snapshots, then unlinked blobs o
   CHECK(fs::exists(cache.snapshot_dir(kRepo, kCommit2) / "build/v/_ops.py"));
   CHECK(!fs::exists(cache.blobs_dir(kRepo) / test::etag_of("ops-1")));
   CHECK(fs::exists(cache.blobs_dir(kRepo) / test::etag_of("init")));  // shared by both snapshots
-  CHECK(fs::exists(cache.snapshot_dir(kOther, test::kCommit) / "build/v/_ops.py"));  // other repo untouched
+  CHECK(fs::exists(cache.snapshot_dir(kOther, test::kCommit) /
+                   "build/v/_ops.py"));  // other repo untouched
   CHECK(fs::exists(temp));
 
   auto again = collect_garbage(cache);
@@ -113,14 +120,16 @@ TEST_CASE("collect_garbage removes unreferenced snapshots, then unlinked blobs o
   CHECK(again->removed_blobs == 0);
 }
 
-TEST_CASE("collect_garbage never follows a snapshot symlink out of the cache", "[cache][maintenance]") {
+TEST_CASE("collect_garbage never follows a snapshot symlink out of the cache",
+          "[cache][maintenance]") {
   testing::TempDir tmp;
   KernelCache cache(tmp.path() / "cache");
   REQUIRE(test::publish(cache, kRepo, test::kCommit, kV1, "v1"));
   const fs::path outside = tmp.path() / "precious";
   fs::create_directories(outside);
   std::ofstream(outside / "file") << "keep me";
-  fs::create_directory_symlink(outside, cache.repo_dir(kRepo) / "snapshots" / kCommit2);  // no ref points to it
+  fs::create_directory_symlink(
+      outside, cache.repo_dir(kRepo) / "snapshots" / kCommit2);  // no ref points to it
 
   auto report = collect_garbage(cache);
   REQUIRE(report);

@@ -75,7 +75,8 @@ TEST_CASE("ls on an empty or missing cache says so and succeeds", "[ls]") {
   CHECK(missing.exit_code == 0);
   CHECK_THAT(missing.out, Catch::Contains("No kernels cached"));
 
-  const auto empty_json = run_command({kBin, "ls", "--json"}, {{"KERNELS_CACHE", dir.path().string()}});
+  const auto empty_json =
+      run_command({kBin, "ls", "--json"}, {{"KERNELS_CACHE", dir.path().string()}});
   REQUIRE(empty_json.exit_code == 0);
   const auto doc = nlohmann::json::parse(empty_json.out);
   CHECK(doc["repos"].empty());

@@ -1,7 +1,7 @@
 // The progress bar's line content, throttling, TTY gating and clean finish.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <string>
 
@@ -15,9 +15,7 @@ namespace {
 // A non-blocking pipe standing in for stderr.
 struct Pipe {
   int fds[2]{-1, -1};
-  Pipe() {
-    REQUIRE(::pipe2(fds, O_NONBLOCK) == 0);
-  }
+  Pipe() { REQUIRE(::pipe2(fds, O_NONBLOCK) == 0); }
   ~Pipe() {
     ::close(fds[0]);
     ::close(fds[1]);
@@ -76,7 +74,8 @@ TEST_CASE("disabled bar (not a TTY) writes nothing", "[progress]") {
   CHECK(pipe.drain().empty());
 }
 
-TEST_CASE("updates are throttled but completion always draws, and finish clears the line", "[progress]") {
+TEST_CASE("updates are throttled but completion always draws, and finish clears the line",
+          "[progress]") {
   Pipe pipe;
   ProgressBar bar(pipe.fds[1], true, std::chrono::hours(1));
   bar.update(halfway());

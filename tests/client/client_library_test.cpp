@@ -1,11 +1,11 @@
 // kernelhub::client::Client as an app uses it: embedded mode without a daemon, the
 // require-daemon rule, a socket that does not speak the protocol, and daemon mode against a
 // real kernelhubd. Both modes must hand back fds whose bytes hash to the manifest.
-#include <catch2/catch.hpp>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cstring>
 #include <fstream>
@@ -113,7 +113,8 @@ class RogueServer {
 
 }  // namespace
 
-TEST_CASE("without a socket the client fetches in-process and hands out verified fds", "[client][embedded]") {
+TEST_CASE("without a socket the client fetches in-process and hands out verified fds",
+          "[client][embedded]") {
   FixtureHub hub;
   TempDir dir;
   const auto env = base_env(hub, dir.path() / "cache", dir.path() / "no-such.sock");
@@ -195,7 +196,8 @@ TEST_CASE("a required daemon that is not running is a typed network error", "[cl
   CHECK_FALSE(fs::exists(dir.path() / "cache"));  // no embedded fetch machinery touched it
 }
 
-TEST_CASE("a socket that accepts but does not speak the protocol is an error, not a fallback", "[client][handshake]") {
+TEST_CASE("a socket that accepts but does not speak the protocol is an error, not a fallback",
+          "[client][handshake]") {
   TempDir dir;
   const auto socket = dir.path() / "rogue.sock";
   trust::Environment env;
@@ -224,7 +226,8 @@ TEST_CASE("a socket that accepts but does not speak the protocol is an error, no
   CHECK_FALSE(fs::exists(dir.path() / "cache"));
 }
 
-TEST_CASE("through kernelhubd the client gets the daemon's verified fds and counters", "[client][daemon]") {
+TEST_CASE("through kernelhubd the client gets the daemon's verified fds and counters",
+          "[client][daemon]") {
   FixtureHub hub;
   DaemonFixture daemon(hub);
   TempDir dir;

@@ -30,7 +30,8 @@ DaemonFixture::DaemonFixture(const FixtureHub& hub)
     : socket_(dir_.path() / "kernelhub.sock"), cache_(dir_.path() / "cache") {
   std::filesystem::create_directories(cache_);
   daemon_ = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{kKernelhubd, "--socket", socket_.string(), "--cache-dir", cache_.string()},
+      std::vector<std::string>{kKernelhubd, "--socket", socket_.string(), "--cache-dir",
+                               cache_.string()},
       EnvOverrides{{"HF_ENDPOINT", hub.endpoint()},
                    {"LISTEN_FDS", ""},
                    {"LISTEN_PID", ""},
@@ -38,7 +39,8 @@ DaemonFixture::DaemonFixture(const FixtureHub& hub)
                    {"DIFFUSERS_TRUST_REMOTE_KERNELS", ""},
                    {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
                    {"HF_HUB_OFFLINE", ""}});
-  if (!wait_for_listener(socket_)) throw std::runtime_error("kernelhubd did not listen on " + socket_.string());
+  if (!wait_for_listener(socket_))
+    throw std::runtime_error("kernelhubd did not listen on " + socket_.string());
 }
 
 }  // namespace kernelhub::testing

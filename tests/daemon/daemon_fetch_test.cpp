@@ -34,8 +34,10 @@ TEST_CASE("handshake settles on the lower version and the shared capabilities", 
   CHECK(early.frame.at("code") == "protocol_error");
 }
 
-TEST_CASE("fetch hands out read-only fds whose bytes hash to the manifest, and a warm fetch asks nothing upstream",
-          "[daemon]") {
+TEST_CASE(
+    "fetch hands out read-only fds whose bytes hash to the manifest, and a warm fetch asks nothing "
+    "upstream",
+    "[daemon]") {
   DaemonHarness h;
   TestClient client(h.socket);
   client.hello();
@@ -77,7 +79,9 @@ TEST_CASE("fetch hands out read-only fds whose bytes hash to the manifest, and a
   CHECK(h.fx.server->requests().empty());
 }
 
-TEST_CASE("trust is decided per client and bounded by the admin policy, before any upstream request", "[daemon]") {
+TEST_CASE(
+    "trust is decided per client and bounded by the admin policy, before any upstream request",
+    "[daemon]") {
   DaemonHarness h("[trust]\nallow_any_opt_in = true\n");
   h.publish_sage();
   TestClient client(h.socket);
@@ -87,7 +91,8 @@ TEST_CASE("trust is decided per client and bounded by the admin policy, before a
   auto refused = client.call(fetch_request(kSageRepo, 1));
   CHECK(refused.frame.at("code") == "untrusted_publisher");
   CHECK(refused.frame.at("id") == 1);
-  auto disabled = client.call(fetch_request(kKernelRepo, 2, {{"DIFFUSERS_DISABLE_REMOTE_CODE", "1"}}));
+  auto disabled =
+      client.call(fetch_request(kKernelRepo, 2, {{"DIFFUSERS_DISABLE_REMOTE_CODE", "1"}}));
   CHECK(disabled.frame.at("code") == "remote_code_disabled");
   // The client's own variables only: identity or trust claimed elsewhere in the frame is ignored.
   auto impostor = fetch_request(kSageRepo, 3, {{"HOME", "/root"}, {"USER", "root"}});
@@ -104,9 +109,11 @@ TEST_CASE("trust is decided per client and bounded by the admin policy, before a
   std::ofstream(h.policy_file) << "[trust]\nallow_any_opt_in = false\n";
   REQUIRE(h.daemon->reload_policy());
   h.fx.server->reset_requests();
-  auto forbidden = client.call(fetch_request(kSageRepo, 5, {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}}));
+  auto forbidden =
+      client.call(fetch_request(kSageRepo, 5, {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}}));
   CHECK(forbidden.frame.at("code") == "untrusted_publisher");
-  CHECK(forbidden.frame.at("message").get<std::string>().find("administrator") != std::string::npos);
+  CHECK(forbidden.frame.at("message").get<std::string>().find("administrator") !=
+        std::string::npos);
   CHECK(h.fx.server->requests().empty());
 
   // A broken policy file keeps the policy in force.

@@ -30,7 +30,8 @@ DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml)
     auto result = daemon->run();
     if (!result) FAIL_CHECK("daemon: " << result.error().message);
   });
-  for (int i = 0; i < 500 && !daemon->ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && !daemon->ready(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(daemon->ready());
 }
 
@@ -59,7 +60,9 @@ TestClient::TestClient(const fs::path& socket)
       reader_(fd_.get()) {}
 
 nlohmann::json TestClient::hello(int protocol, std::vector<std::string> caps) {
-  REQUIRE(proto::send_frame(fd_.get(), {{"type", "hello"}, {"protocol", protocol}, {"capabilities", caps},
+  REQUIRE(proto::send_frame(fd_.get(), {{"type", "hello"},
+                                        {"protocol", protocol},
+                                        {"capabilities", caps},
                                         {"client", "daemon-test"}}));
   auto frame = read();
   REQUIRE(frame);
@@ -84,8 +87,9 @@ Reply TestClient::call(const nlohmann::json& request) {
   }
 }
 
-nlohmann::json fetch_request(const trust::RepoId& repo, std::uint64_t id, std::map<std::string, std::string> env) {
-  return {{"type", "fetch"}, {"id", id}, {"repo", repo.str()}, {"version", 1},
+nlohmann::json fetch_request(const trust::RepoId& repo, std::uint64_t id,
+                             std::map<std::string, std::string> env) {
+  return {{"type", "fetch"},         {"id", id},         {"repo", repo.str()}, {"version", 1},
           {"torch_version", "2.15"}, {"backend", "cpu"}, {"env", env}};
 }
 
@@ -93,7 +97,8 @@ std::string read_fd(int fd) {
   std::string out;
   char buffer[65536];
   off_t offset = 0;
-  for (ssize_t n; (n = ::pread(fd, buffer, sizeof buffer, offset)) > 0; offset += n) out.append(buffer, n);
+  for (ssize_t n; (n = ::pread(fd, buffer, sizeof buffer, offset)) > 0; offset += n)
+    out.append(buffer, n);
   return out;
 }
 

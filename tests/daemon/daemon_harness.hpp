@@ -35,7 +35,7 @@ class DaemonHarness {
 };
 
 struct Reply {
-  nlohmann::json frame;            // the final frame (fetched, error, status, ...)
+  nlohmann::json frame;  // the final frame (fetched, error, status, ...)
   std::vector<UniqueFd> fds;
   int progress_events = 0;
 };
@@ -47,7 +47,9 @@ class TestClient {
                        std::vector<std::string> caps = {"fds", "progress"});
   // Sends `request` and reads frames until one that is not `progress`.
   Reply call(const nlohmann::json& request);
-  Result<std::optional<proto::ReceivedFrame>> read() { return reader_.read(std::chrono::seconds(10)); }
+  Result<std::optional<proto::ReceivedFrame>> read() {
+    return reader_.read(std::chrono::seconds(10));
+  }
   int fd() const { return fd_.get(); }
   void close() { fd_.reset(); }
 

@@ -14,12 +14,13 @@ using namespace kernelhub::testing;
 namespace {
 
 void send_raw(int fd, const std::string& bytes) {
-  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(bytes.size()));
 }
 
 std::string header(std::uint32_t length) {
-  return {static_cast<char>(length >> 24), static_cast<char>(length >> 16), static_cast<char>(length >> 8),
-          static_cast<char>(length)};
+  return {static_cast<char>(length >> 24), static_cast<char>(length >> 16),
+          static_cast<char>(length >> 8), static_cast<char>(length)};
 }
 
 // The next frame is an error with `code`, then the daemon hangs up.
@@ -40,7 +41,8 @@ void expect_served(const DaemonHarness& h) {
 
 }  // namespace
 
-TEST_CASE("bad frames get an error or a closed connection and others are still served", "[daemon]") {
+TEST_CASE("bad frames get an error or a closed connection and others are still served",
+          "[daemon]") {
   DaemonHarness h;
   {
     TestClient garbage(h.socket);
@@ -69,7 +71,8 @@ TEST_CASE("bad frames get an error or a closed connection and others are still s
     CHECK(reply.frame.at("id") == 4);
     auto invalid = unknown.call({{"type", "fetch"}, {"id", 5}, {"repo", "../x"}, {"version", 1}});
     CHECK(invalid.frame.at("code") == "invalid_request");
-    CHECK(unknown.call({{"type", "status"}, {"id", 6}}).frame.at("type") == "status");  // still usable
+    CHECK(unknown.call({{"type", "status"}, {"id", 6}}).frame.at("type") ==
+          "status");  // still usable
   }
   {
     TestClient silent(h.socket);
@@ -79,7 +82,8 @@ TEST_CASE("bad frames get an error or a closed connection and others are still s
   CHECK(h.daemon->counters().errors >= 5);
 }
 
-TEST_CASE("a client that disconnects mid-fetch stops nothing for another waiter and leaks no fd", "[daemon]") {
+TEST_CASE("a client that disconnects mid-fetch stops nothing for another waiter and leaks no fd",
+          "[daemon]") {
   DaemonHarness h;
   expect_served(h);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -103,7 +107,8 @@ TEST_CASE("a client that disconnects mid-fetch stops nothing for another waiter 
   auto reply = stayer.call(fetch_request(kKernelRepo, 2));
   REQUIRE(reply.frame.at("type") == "fetched");
   for (const auto& file : reply.frame.at("files")) {
-    CHECK(trust::sha256_hex(read_fd(reply.fds.at(file.at("fd").get<std::size_t>()).get())) == file.at("sha256"));
+    CHECK(trust::sha256_hex(read_fd(reply.fds.at(file.at("fd").get<std::size_t>()).get())) ==
+          file.at("sha256"));
   }
   CHECK(h.fx.server->count("GET", "/lfs-objects/") == 1);
   CHECK(h.daemon->counters().misses == 1);
@@ -116,7 +121,8 @@ TEST_CASE("a client that disconnects mid-fetch stops nothing for another waiter 
   CHECK(open_fd_count() == fds_before);
 }
 
-TEST_CASE("verify and gc run through the daemon and the next fetch repairs what verify removed", "[daemon]") {
+TEST_CASE("verify and gc run through the daemon and the next fetch repairs what verify removed",
+          "[daemon]") {
   DaemonHarness h;
   TestClient client(h.socket);
   client.hello();
@@ -135,7 +141,8 @@ TEST_CASE("verify and gc run through the daemon and the next fetch repairs what 
   }
   REQUIRE(!etag.empty());
   const auto blob = h.cache_dir / "kernels--kernels-community--demo-fetch" / "blobs" / etag;
-  std::filesystem::permissions(blob, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+  std::filesystem::permissions(blob, std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::add);
   std::ofstream(blob, std::ios::binary | std::ios::in | std::ios::out) << "X";
   auto dirty = client.call({{"type", "verify"}, {"id", 3}, {"repo", kKernelRepo.str()}});
   REQUIRE(dirty.frame.at("corrupt").size() == 1);

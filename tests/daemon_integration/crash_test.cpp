@@ -27,7 +27,8 @@ std::vector<std::string> without_temps(std::vector<std::string> problems) {
 }
 
 // Restart on the same cache, then: consistent, swept, and a fetch gives the reference.
-void check_recovery(const Workspace& ws, const std::map<std::string, std::string>& reference, const std::string& what) {
+void check_recovery(const Workspace& ws, const std::map<std::string, std::string>& reference,
+                    const std::string& what) {
   INFO(what);
   auto config = ws.config();
   config.log = ws.dir.path() / "restarted.log";
@@ -88,12 +89,20 @@ void crash_at_each(const std::string& syscall) {
     fs::remove_all(ws.cache);
     auto config = ws.config();
     config.log = ws.dir.path() / "injected.log";
-    config.wrapper = {"strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=" + syscall,
-                      "-e", "inject=" + syscall + ":signal=KILL:when=" + std::to_string(n)};
+    config.wrapper = {"strace",
+                      "-f",
+                      "-qq",
+                      "-o",
+                      "/dev/null",
+                      "-e",
+                      "trace=" + syscall,
+                      "-e",
+                      "inject=" + syscall + ":signal=KILL:when=" + std::to_string(n)};
     DaemonProcess injected(config, /*wait_ready=*/false);
     // It may die before listening (a start-up write) or while serving our fetch.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (injected.child().running() && !wait_for_listener(ws.socket, std::chrono::milliseconds(100)) &&
+    while (injected.child().running() &&
+           !wait_for_listener(ws.socket, std::chrono::milliseconds(100)) &&
            std::chrono::steady_clock::now() < deadline) {
     }
     if (injected.child().running()) {
@@ -116,7 +125,8 @@ void crash_at_each(const std::string& syscall) {
     CHECK(before.empty());  // even before any recovery, nothing partial is visible
     check_recovery(ws, reference, "after " + syscall + " #" + std::to_string(n));
   }
-  if (total == 0) WARN("kernelhubd makes no " << syscall << " call in a cold fetch: nothing to inject");
+  if (total == 0)
+    WARN("kernelhubd makes no " << syscall << " call in a cold fetch: nothing to inject");
   CHECK((total == 0 || crashed > 0));
 }
 
@@ -132,7 +142,11 @@ TEST_CASE("kill -9 of the daemon mid-download leaves no partial object and the n
     DaemonProcess daemon(ws.config());
     WireClient client(ws.socket);
     client.hello();
-    client.send({{"type", "fetch"}, {"id", 1}, {"repo", kRelu}, {"version", 1}, {"variant", kVariant},
+    client.send({{"type", "fetch"},
+                 {"id", 1},
+                 {"repo", kRelu},
+                 {"version", 1},
+                 {"variant", kVariant},
                  {"env", json::object()}});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (ws.hub.count("GET", ".so") == 0 && std::chrono::steady_clock::now() < deadline) {
@@ -145,7 +159,8 @@ TEST_CASE("kill -9 of the daemon mid-download leaves no partial object and the n
     // The client sees the connection end, never a `fetched`.
     std::optional<kernelhub::proto::ReceivedFrame> frame;
     try {
-      while ((frame = client.read(std::chrono::seconds(5))) && frame->message.value("type", "") == "progress") {
+      while ((frame = client.read(std::chrono::seconds(5))) &&
+             frame->message.value("type", "") == "progress") {
       }
     } catch (const std::exception&) {
       frame.reset();
@@ -160,10 +175,24 @@ TEST_CASE("kill -9 of the daemon mid-download leaves no partial object and the n
   check_recovery(ws, reference, "after kill -9 mid-download");
 }
 
-TEST_CASE("crash injected at each write of a publish", "[daemon][crash][strace]") { crash_at_each("write"); }
-TEST_CASE("crash injected at each pwrite64 of a publish", "[daemon][crash][strace]") { crash_at_each("pwrite64"); }
-TEST_CASE("crash injected at each fsync of a publish", "[daemon][crash][strace]") { crash_at_each("fsync"); }
-TEST_CASE("crash injected at each rename of a publish", "[daemon][crash][strace]") { crash_at_each("rename"); }
-TEST_CASE("crash injected at each renameat2 of a publish", "[daemon][crash][strace]") { crash_at_each("renameat2"); }
-TEST_CASE("crash injected at each symlink of a publish", "[daemon][crash][strace]") { crash_at_each("symlink"); }
-TEST_CASE("crash injected at each symlinkat of a publish", "[daemon][crash][strace]") { crash_at_each("symlinkat"); }
+TEST_CASE("crash injected at each write of a publish", "[daemon][crash][strace]") {
+  crash_at_each("write");
+}
+TEST_CASE("crash injected at each pwrite64 of a publish", "[daemon][crash][strace]") {
+  crash_at_each("pwrite64");
+}
+TEST_CASE("crash injected at each fsync of a publish", "[daemon][crash][strace]") {
+  crash_at_each("fsync");
+}
+TEST_CASE("crash injected at each rename of a publish", "[daemon][crash][strace]") {
+  crash_at_each("rename");
+}
+TEST_CASE("crash injected at each renameat2 of a publish", "[daemon][crash][strace]") {
+  crash_at_each("renameat2");
+}
+TEST_CASE("crash injected at each symlink of a publish", "[daemon][crash][strace]") {
+  crash_at_each("symlink");
+}
+TEST_CASE("crash injected at each symlinkat of a publish", "[daemon][crash][strace]") {
+  crash_at_each("symlinkat");
+}

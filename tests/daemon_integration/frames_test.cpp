@@ -13,10 +13,12 @@ using nlohmann::json;
 namespace {
 
 std::string header(std::uint32_t length) {
-  return {static_cast<char>(length >> 24), static_cast<char>(length >> 16), static_cast<char>(length >> 8),
-          static_cast<char>(length)};
+  return {static_cast<char>(length >> 24), static_cast<char>(length >> 16),
+          static_cast<char>(length >> 8), static_cast<char>(length)};
 }
-std::string frame_of(const std::string& payload) { return header(static_cast<std::uint32_t>(payload.size())) + payload; }
+std::string frame_of(const std::string& payload) {
+  return header(static_cast<std::uint32_t>(payload.size())) + payload;
+}
 
 // The daemon answers with error `code`, then hangs up.
 void expect_error_then_close(WireClient& client, const std::string& code) {
@@ -44,8 +46,10 @@ void expect_served(const Workspace& ws) {
 
 }  // namespace
 
-TEST_CASE("malformed, oversized, truncated and unknown frames get an error or a close and the daemon keeps serving",
-          "[daemon][frames]") {
+TEST_CASE(
+    "malformed, oversized, truncated and unknown frames get an error or a close and the daemon "
+    "keeps serving",
+    "[daemon][frames]") {
   Workspace ws;
   DaemonProcess daemon(ws.config());
   expect_served(ws);

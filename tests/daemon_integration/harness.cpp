@@ -34,8 +34,10 @@ std::vector<std::string> environment_with(const EnvOverrides& overrides) {
     if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [key, value] : overrides) {
-    if (value.empty()) vars.erase(key);
-    else vars[key] = value;
+    if (value.empty())
+      vars.erase(key);
+    else
+      vars[key] = value;
   }
   std::vector<std::string> out;
   for (const auto& [key, value] : vars) out.push_back(key + "=" + value);
@@ -123,7 +125,8 @@ bool wait_for_path(const fs::path& path, std::chrono::milliseconds timeout) {
 DaemonProcess::DaemonProcess(DaemonConfig config, bool wait_ready) : config_(std::move(config)) {
   if (config_.log.empty()) config_.log = config_.socket.parent_path() / "kernelhubd.log";
   std::vector<std::string> argv = config_.wrapper;
-  argv.insert(argv.end(), {kKernelhubd, "--socket", config_.socket.string(), "--cache-dir", config_.cache.string()});
+  argv.insert(argv.end(), {kKernelhubd, "--socket", config_.socket.string(), "--cache-dir",
+                           config_.cache.string()});
   if (config_.policy) argv.insert(argv.end(), {"--policy", config_.policy->string()});
   argv.insert(argv.end(), config_.extra_args.begin(), config_.extra_args.end());
   EnvOverrides env{{"HF_ENDPOINT", config_.hf_endpoint},
@@ -140,7 +143,8 @@ DaemonProcess::DaemonProcess(DaemonConfig config, bool wait_ready) : config_(std
   for (const auto& [k, v] : config_.env) env[k] = v;
   child_ = std::make_unique<Child>(argv, env, config_.log);
   if (wait_ready && !wait_for_listener(config_.socket)) {
-    throw std::runtime_error("kernelhubd did not listen on " + config_.socket.string() + ":\n" + log());
+    throw std::runtime_error("kernelhubd did not listen on " + config_.socket.string() + ":\n" +
+                             log());
   }
 }
 
@@ -182,7 +186,10 @@ WireClient::WireClient(const fs::path& socket) {
 }
 
 json WireClient::hello(const std::vector<std::string>& capabilities) {
-  send({{"type", "hello"}, {"protocol", 1}, {"capabilities", capabilities}, {"client", "kh-daemon-tests"}});
+  send({{"type", "hello"},
+        {"protocol", 1},
+        {"capabilities", capabilities},
+        {"client", "kh-daemon-tests"}});
   auto frame = read();
   if (!frame) throw std::runtime_error("daemon closed the connection instead of answering hello");
   return frame->message;
@@ -204,15 +211,18 @@ void WireClient::send_raw(std::string_view bytes) {
 
 std::optional<proto::ReceivedFrame> WireClient::read(std::chrono::milliseconds timeout) {
   auto frame = reader_->read(timeout);
-  if (!frame) throw std::runtime_error("read: " + std::string(to_string(frame.error().code)) + ": " + frame.error().message);
+  if (!frame)
+    throw std::runtime_error("read: " + std::string(to_string(frame.error().code)) + ": " +
+                             frame.error().message);
   if (!*frame) return std::nullopt;
   return std::move(**frame);
 }
 
-proto::ReceivedFrame WireClient::fetch(const std::string& repo, int version, const json& env, const json& extra) {
+proto::ReceivedFrame WireClient::fetch(const std::string& repo, int version, const json& env,
+                                       const json& extra) {
   const auto id = next_id_++;
-  json request{{"type", "fetch"}, {"id", id}, {"repo", repo}, {"version", version}, {"variant", kVariant},
-               {"env", env}};
+  json request{{"type", "fetch"},     {"id", id},  {"repo", repo}, {"version", version},
+               {"variant", kVariant}, {"env", env}};
   for (const auto& [k, v] : extra.items()) request[k] = v;
   send(request);
   for (;;) {
@@ -253,14 +263,18 @@ std::vector<std::string> check_handout(const proto::ReceivedFrame& fetched,
       continue;
     }
     const int fd = fetched.fds[index].get();
-    if ((::fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY) problems.push_back(path + ": fd is not read-only");
+    if ((::fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY)
+      problems.push_back(path + ": fd is not read-only");
     trust::Sha256 h;
     char buf[1 << 16];
     off_t off = 0;
-    for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, off)) > 0; off += n) h.update(buf, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::pread(fd, buf, sizeof buf, off)) > 0; off += n)
+      h.update(buf, static_cast<std::size_t>(n));
     const auto digest = h.final_hex();
-    if (static_cast<std::uint64_t>(off) != f.at("size").get<std::uint64_t>()) problems.push_back(path + ": size");
-    if (digest != f.at("sha256").get<std::string>()) problems.push_back(path + ": fd bytes do not match the manifest");
+    if (static_cast<std::uint64_t>(off) != f.at("size").get<std::uint64_t>())
+      problems.push_back(path + ": size");
+    if (digest != f.at("sha256").get<std::string>())
+      problems.push_back(path + ": fd bytes do not match the manifest");
     if (auto it = expected.find(path); it != expected.end() && it->second != digest) {
       problems.push_back(path + ": differs from the reference fetch");
     }
@@ -292,13 +306,15 @@ std::vector<std::string> check_cache(const fs::path& cache_root, const std::stri
         problems.push_back("unexpected entry in blobs/: " + name);
         continue;
       }
-      if (hash_file(blob.path(), sha1) != name) problems.push_back("blob " + name + " does not hash to its name");
+      if (hash_file(blob.path(), sha1) != name)
+        problems.push_back("blob " + name + " does not hash to its name");
     }
   }
   if (fs::exists(repo / "snapshots")) {
     for (const auto& entry : fs::recursive_directory_iterator(repo / "snapshots")) {
       if (entry.is_symlink() && !fs::exists(entry.path())) {
-        problems.push_back("snapshot link to a missing blob: " + fs::relative(entry.path(), cache_root).string());
+        problems.push_back("snapshot link to a missing blob: " +
+                           fs::relative(entry.path(), cache_root).string());
       }
     }
   }
@@ -312,9 +328,11 @@ std::vector<std::string> check_cache(const fs::path& cache_root, const std::stri
       for (const auto& [path, sha] : expected) {
         const auto file = snapshot / path;
         if (!fs::exists(file)) {
-          problems.push_back("ref " + ref.path().filename().string() + " -> snapshot without " + path);
+          problems.push_back("ref " + ref.path().filename().string() + " -> snapshot without " +
+                             path);
         } else if (hash_file(file, false) != sha) {
-          problems.push_back("ref " + ref.path().filename().string() + " -> wrong bytes for " + path);
+          problems.push_back("ref " + ref.path().filename().string() + " -> wrong bytes for " +
+                             path);
         }
       }
     }
@@ -324,7 +342,9 @@ std::vector<std::string> check_cache(const fs::path& cache_root, const std::stri
 
 std::size_t fd_count(pid_t pid) {
   std::size_t n = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) ++n;
+  for ([[maybe_unused]] const auto& e :
+       fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
+    ++n;
   return n;
 }
 

@@ -26,7 +26,8 @@ inline const std::string kProbe = std::string(KH_BIN_DIR) + "/kh_daemon_probe";
 // reaped on destruction; output goes to `log`.
 class Child {
  public:
-  Child(const std::vector<std::string>& argv, const EnvOverrides& env, const std::filesystem::path& log);
+  Child(const std::vector<std::string>& argv, const EnvOverrides& env,
+        const std::filesystem::path& log);
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
   ~Child();
@@ -77,7 +78,8 @@ bool wait_for_listener(const std::filesystem::path& socket,
                        std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // True once `path` exists (any kind of file).
-bool wait_for_path(const std::filesystem::path& path, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+bool wait_for_path(const std::filesystem::path& path,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 // A protocol client with no policy of its own: for raw bytes and frames the real client
 // library would never send.
@@ -90,9 +92,11 @@ class WireClient {
   void send(const nlohmann::json& frame);
   void send_raw(std::string_view bytes);
   // The next frame; nullopt on a clean close; throws on timeout.
-  std::optional<proto::ReceivedFrame> read(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  std::optional<proto::ReceivedFrame> read(
+      std::chrono::milliseconds timeout = std::chrono::seconds(30));
   // Sends fetch (plus `extra` members) and returns its final frame (fetched or error).
-  proto::ReceivedFrame fetch(const std::string& repo, int version, const nlohmann::json& env = nlohmann::json::object(),
+  proto::ReceivedFrame fetch(const std::string& repo, int version,
+                             const nlohmann::json& env = nlohmann::json::object(),
                              const nlohmann::json& extra = nlohmann::json::object());
   // status request -> status frame
   nlohmann::json status();
@@ -116,7 +120,8 @@ std::vector<std::string> check_handout(const proto::ReceivedFrame& fetched,
 // Problems with a cache after a crash: a blob whose bytes do not hash to its name, a
 // snapshot link to a missing blob, a ref to a snapshot that is missing any of `expected`'s
 // files (repo-relative path -> sha256), or leftover temps (*.incomplete, *.tmp).
-std::vector<std::string> check_cache(const std::filesystem::path& cache_root, const std::string& repo_folder,
+std::vector<std::string> check_cache(const std::filesystem::path& cache_root,
+                                     const std::string& repo_folder,
                                      const std::map<std::string, std::string>& expected);
 
 // Open file descriptors of a process (/proc/PID/fd).

@@ -23,22 +23,23 @@ constexpr const char* kNobody = "65534";
 CommandResult run_as_nobody(std::vector<std::string> argv) {
   argv.insert(argv.begin(), {"/usr/bin/setpriv", std::string("--reuid=") + kNobody,
                              std::string("--regid=") + kNobody, "--clear-groups"});
-  return run_command(argv, {{"DIFFUSERS_TRUST_REMOTE_KERNELS", ""}, {"DIFFUSERS_DISABLE_REMOTE_CODE", ""}});
+  return run_command(
+      argv, {{"DIFFUSERS_TRUST_REMOTE_KERNELS", ""}, {"DIFFUSERS_DISABLE_REMOTE_CODE", ""}});
 }
 
 bool can_switch_uid() { return ::geteuid() == 0 && fs::exists("/usr/bin/setpriv"); }
 
-void write_policy(const fs::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write_policy(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
 std::string error_code(const kernelhub::proto::ReceivedFrame& frame) {
-  return frame.message.value("type", "") == "error" ? frame.message.value("code", "") : "(" + frame.message.value("type", "") + ")";
+  return frame.message.value("type", "") == "error" ? frame.message.value("code", "")
+                                                    : "(" + frame.message.value("type", "") + ")";
 }
 
 }  // namespace
 
-TEST_CASE("another uid cannot write, rename, unlink or replace anything in the daemon cache", "[daemon][isolation]") {
+TEST_CASE("another uid cannot write, rename, unlink or replace anything in the daemon cache",
+          "[daemon][isolation]") {
   if (!can_switch_uid()) {
     WARN("SKIPPED: needs root and setpriv to act as another uid");
     return;
@@ -57,7 +58,8 @@ TEST_CASE("another uid cannot write, rename, unlink or replace anything in the d
     INFO(entry.path());
     CHECK(st.st_uid == 0);
     if (S_ISDIR(st.st_mode)) CHECK((st.st_mode & 0022) == 0);
-    if (S_ISREG(st.st_mode) && entry.path().parent_path().filename() == "blobs") CHECK((st.st_mode & 07777) == 0444);
+    if (S_ISREG(st.st_mode) && entry.path().parent_path().filename() == "blobs")
+      CHECK((st.st_mode & 07777) == 0444);
   }
 
   const auto tamper = run_as_nobody({kProbe, "tamper", ws.cache.string()});
@@ -84,7 +86,8 @@ TEST_CASE("another uid cannot write, rename, unlink or replace anything in the d
   CHECK(check_cache(ws.cache, kRepoFolder, {}).empty());
 }
 
-TEST_CASE("a uid the policy does not allow is refused even when the request claims uid 0", "[daemon][isolation]") {
+TEST_CASE("a uid the policy does not allow is refused even when the request claims uid 0",
+          "[daemon][isolation]") {
   if (!can_switch_uid()) {
     WARN("SKIPPED: needs root and setpriv to act as another uid");
     return;
@@ -102,7 +105,8 @@ TEST_CASE("a uid the policy does not allow is refused even when the request clai
   CHECK(json::parse(denied.out).at("code") == "permission_denied");
 
   // hello and fetch both say uid 0 / root; only SO_PEERCRED counts.
-  const auto claimed = run_as_nobody({kProbe, "claim-root", ws.socket.string(), kRelu, "1", kVariant});
+  const auto claimed =
+      run_as_nobody({kProbe, "claim-root", ws.socket.string(), kRelu, "1", kVariant});
   INFO(claimed.out << claimed.err);
   REQUIRE(claimed.exit_code == 0);
   const auto frames = json::parse(claimed.out).at("frames");
@@ -138,9 +142,11 @@ TEST_CASE("policy through the daemon: admin opt-in limits, the client's DISABLE,
   CHECK(!fs::exists(ws.cache / "kernels--SageAttention--relu" / "snapshots"));
 
   // A client's DISABLE refuses even the trusted publisher, cached or not.
-  CHECK(error_code(client.fetch(kRelu, 1, {{"DIFFUSERS_DISABLE_REMOTE_CODE", "1"}})) == "remote_code_disabled");
+  CHECK(error_code(client.fetch(kRelu, 1, {{"DIFFUSERS_DISABLE_REMOTE_CODE", "1"}})) ==
+        "remote_code_disabled");
   CHECK(client.fetch(kRelu, 1).message.at("type") == "fetched");
-  CHECK(error_code(client.fetch(kRelu, 1, {{"DIFFUSERS_DISABLE_REMOTE_CODE", "true"}})) == "remote_code_disabled");
+  CHECK(error_code(client.fetch(kRelu, 1, {{"DIFFUSERS_DISABLE_REMOTE_CODE", "true"}})) ==
+        "remote_code_disabled");
   // ... and only that client's requests: the next one without it is served.
   CHECK(client.fetch(kRelu, 1).message.at("type") == "fetched");
 

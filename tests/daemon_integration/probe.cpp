@@ -42,15 +42,18 @@ std::string sha256_of_fd(int fd, std::uint64_t* size) {
   return hasher.final_hex();
 }
 
-int fetch(const std::string& socket, const std::string& repo, int version, const std::string& variant) {
+int fetch(const std::string& socket, const std::string& repo, int version,
+          const std::string& variant) {
   kernelhub::client::ClientOptions options;
   options.socket = socket;
   options.require_daemon = true;
   auto env = kernelhub::trust::Environment::from_process();
   auto client = kernelhub::client::Client::open(env, options);
   if (!client) {
-    std::cout << json{{"ok", false}, {"code", kernelhub::to_string(client.error().code)},
-                      {"message", client.error().message}} << "\n";
+    std::cout << json{{"ok", false},
+                      {"code", kernelhub::to_string(client.error().code)},
+                      {"message", client.error().message}}
+              << "\n";
     return 1;
   }
   auto id = kernelhub::trust::RepoId::parse(repo);
@@ -58,8 +61,10 @@ int fetch(const std::string& socket, const std::string& repo, int version, const
   kernelhub::hub::FetchRequest request{*id, version, std::nullopt, variant};
   auto got = client->fetch(request);
   if (!got) {
-    std::cout << json{{"ok", false}, {"code", kernelhub::to_string(got.error().code)},
-                      {"message", got.error().message}} << "\n";
+    std::cout << json{{"ok", false},
+                      {"code", kernelhub::to_string(got.error().code)},
+                      {"message", got.error().message}}
+              << "\n";
     return 1;
   }
   json files = json::object();
@@ -67,25 +72,39 @@ int fetch(const std::string& socket, const std::string& repo, int version, const
     std::uint64_t size = 0;
     const int mode = ::fcntl(f.fd.get(), F_GETFL);
     const auto digest = sha256_of_fd(f.fd.get(), &size);
-    files[f.path] = {{"fd_sha256", digest}, {"fd_size", size}, {"sha256", f.sha256}, {"size", f.size},
+    files[f.path] = {{"fd_sha256", digest},
+                     {"fd_size", size},
+                     {"sha256", f.sha256},
+                     {"size", f.size},
                      {"read_only", mode >= 0 && (mode & O_ACCMODE) == O_RDONLY}};
   }
-  std::cout << json{{"ok", true}, {"via_daemon", got->via_daemon}, {"commit", got->commit},
-                    {"snapshot_path", got->snapshot_path.string()}, {"files", files}}
+  std::cout << json{{"ok", true},
+                    {"via_daemon", got->via_daemon},
+                    {"commit", got->commit},
+                    {"snapshot_path", got->snapshot_path.string()},
+                    {"files", files}}
             << "\n";
   return 0;
 }
 
-int claim_root(const std::string& socket, const std::string& repo, int version, const std::string& variant) {
+int claim_root(const std::string& socket, const std::string& repo, int version,
+               const std::string& variant) {
   auto fd = kernelhub::proto::connect_unix(socket);
   if (!fd) return 2;
   kernelhub::proto::FrameReader reader(fd->get());
   json frames = json::array();
   // Identity claims in every place a naive daemon might look; only SO_PEERCRED may count.
-  const json hello{{"type", "hello"}, {"protocol", 1}, {"capabilities", {"fds"}}, {"client", "probe"},
-                   {"uid", 0}, {"gid", 0}, {"user", "root"}};
-  const json request{{"type", "fetch"}, {"id", 1}, {"repo", repo}, {"version", version}, {"variant", variant},
-                     {"uid", 0}, {"gid", 0}, {"user", "root"},
+  const json hello{{"type", "hello"},   {"protocol", 1}, {"capabilities", {"fds"}},
+                   {"client", "probe"}, {"uid", 0},      {"gid", 0},
+                   {"user", "root"}};
+  const json request{{"type", "fetch"},
+                     {"id", 1},
+                     {"repo", repo},
+                     {"version", version},
+                     {"variant", variant},
+                     {"uid", 0},
+                     {"gid", 0},
+                     {"user", "root"},
                      {"env", {{"USER", "root"}, {"SUDO_UID", "0"}, {"LOGNAME", "root"}}}};
   (void)kernelhub::proto::send_frame(fd->get(), hello);
   (void)kernelhub::proto::send_frame(fd->get(), request);
@@ -100,11 +119,16 @@ int claim_root(const std::string& socket, const std::string& repo, int version, 
 
 std::string errno_name(int e) {
   switch (e) {
-    case 0: return "ok";
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case EROFS: return "EROFS";
-    default: return std::strerror(e);
+    case 0:
+      return "ok";
+    case EACCES:
+      return "EACCES";
+    case EPERM:
+      return "EPERM";
+    case EROFS:
+      return "EROFS";
+    default:
+      return std::strerror(e);
   }
 }
 
@@ -112,13 +136,16 @@ std::string errno_name(int e) {
 int tamper(const fs::path& dir) {
   json attempts = json::array();
   auto record = [&](const std::string& op, const fs::path& path, int rc) {
-    attempts.push_back({{"op", op}, {"path", path.string()}, {"result", errno_name(rc == 0 ? 0 : errno)}});
+    attempts.push_back(
+        {{"op", op}, {"path", path.string()}, {"result", errno_name(rc == 0 ? 0 : errno)}});
   };
   std::vector<fs::path> dirs{dir};
   std::vector<fs::path> files;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (entry.is_symlink() || entry.is_regular_file()) files.push_back(entry.path());
-    else if (entry.is_directory()) dirs.push_back(entry.path());
+    if (entry.is_symlink() || entry.is_regular_file())
+      files.push_back(entry.path());
+    else if (entry.is_directory())
+      dirs.push_back(entry.path());
   }
   for (const auto& f : files) {
     const int fd = ::open(f.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
@@ -134,7 +161,8 @@ int tamper(const fs::path& dir) {
   }
   for (const auto& d : dirs) {
     record("symlink_in_dir", d, ::symlink("/etc/passwd", (d / "planted").c_str()));
-    const int fd = ::open((d / "planted-file").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const int fd =
+        ::open((d / "planted-file").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     record("create_in_dir", d, fd < 0 ? -1 : 0);
     if (fd >= 0) ::close(fd);
     record("mkdir_in_dir", d, ::mkdir((d / "planted-dir").c_str(), 0755));
@@ -150,7 +178,8 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if ((mode == "fetch" || mode == "claim-root") && argc == 6) {
     const int version = std::stoi(argv[4]);
-    return mode == "fetch" ? fetch(argv[2], argv[3], version, argv[5]) : claim_root(argv[2], argv[3], version, argv[5]);
+    return mode == "fetch" ? fetch(argv[2], argv[3], version, argv[5])
+                           : claim_root(argv[2], argv[3], version, argv[5]);
   }
   if (mode == "tamper" && argc == 3) return tamper(argv[2]);
   std::cerr << "usage: kh_daemon_probe fetch|claim-root SOCKET REPO VERSION VARIANT | tamper DIR\n";

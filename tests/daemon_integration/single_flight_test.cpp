@@ -22,7 +22,8 @@ std::string slurp(const fs::path& path) {
 }
 
 // Each file of the reference was transferred exactly once (resolve, and LFS object if any).
-void check_one_get_per_file(const FixtureHub& hub, const std::map<std::string, std::string>& reference) {
+void check_one_get_per_file(const FixtureHub& hub,
+                            const std::map<std::string, std::string>& reference) {
   for (const auto& [path, sha] : reference) {
     INFO(path);
     CHECK(hub.count("GET", "/" + path) == 1);
@@ -32,8 +33,10 @@ void check_one_get_per_file(const FixtureHub& hub, const std::map<std::string, s
 
 }  // namespace
 
-TEST_CASE("32 client processes fetching one uncached kernel cause one GET per file and get identical bytes",
-          "[daemon][single-flight]") {
+TEST_CASE(
+    "32 client processes fetching one uncached kernel cause one GET per file and get identical "
+    "bytes",
+    "[daemon][single-flight]") {
   Workspace ws;
   const auto reference = ws.reference();
   DaemonProcess daemon(ws.config());
@@ -95,11 +98,19 @@ TEST_CASE("a client that hangs up mid-fetch does not stop the download for other
 
   WireClient quitter(ws.socket);
   quitter.hello();
-  quitter.send({{"type", "fetch"}, {"id", 1}, {"repo", kRelu}, {"version", 1}, {"variant", kVariant},
+  quitter.send({{"type", "fetch"},
+                {"id", 1},
+                {"repo", kRelu},
+                {"version", 1},
+                {"variant", kVariant},
                 {"env", json::object()}});
   WireClient stayer(ws.socket);
   stayer.hello();
-  stayer.send({{"type", "fetch"}, {"id", 1}, {"repo", kRelu}, {"version", 1}, {"variant", kVariant},
+  stayer.send({{"type", "fetch"},
+               {"id", 1},
+               {"repo", kRelu},
+               {"version", 1},
+               {"variant", kVariant},
                {"env", json::object()}});
   // Wait until the download is under way, then the first client goes away.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -24,7 +24,8 @@ class NotifySocket {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw std::runtime_error("bind notify");
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+      throw std::runtime_error("bind notify");
   }
   ~NotifySocket() { ::close(fd_); }
   // Every datagram that arrives within `timeout`, concatenated, until one holds `want`.
@@ -32,7 +33,8 @@ class NotifySocket {
     std::string all;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (all.find(want) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
@@ -50,22 +52,25 @@ class NotifySocket {
 
 }  // namespace
 
-TEST_CASE("kernelhubd under systemd-socket-activate serves kernelhub download and reports READY", "[daemon][systemd]") {
+TEST_CASE("kernelhubd under systemd-socket-activate serves kernelhub download and reports READY",
+          "[daemon][systemd]") {
   Workspace ws;
   NotifySocket notify(ws.dir.path() / "notify.sock");
   // systemd-socket-activate listens itself and execs kernelhubd (fd 3) on the first
   // connection, with a fresh environment: everything it needs goes through -E.
   const auto log = ws.dir.path() / "activate.log";
-  Child activator({"systemd-socket-activate", "-l", ws.socket.string(),
-                   "-E", "HF_ENDPOINT=" + ws.hub.endpoint(),
-                   "-E", "NOTIFY_SOCKET=" + (ws.dir.path() / "notify.sock").string(),
-                   kKernelhubd, "--cache-dir", ws.cache.string()},
+  Child activator({"systemd-socket-activate", "-l", ws.socket.string(), "-E",
+                   "HF_ENDPOINT=" + ws.hub.endpoint(), "-E",
+                   "NOTIFY_SOCKET=" + (ws.dir.path() / "notify.sock").string(), kKernelhubd,
+                   "--cache-dir", ws.cache.string()},
                   {}, log);
   REQUIRE(wait_for_path(ws.socket));
 
-  const auto result = run_kernelhub({"download", kRelu, "--version", "1", "--variant", kVariant, "--json"},
-                                    {{"KERNELHUB_SOCKET", ws.socket.string()}, {"KERNELHUB_REQUIRE_DAEMON", "1"},
-                                     {"HF_ENDPOINT", ws.hub.endpoint()}});
+  const auto result =
+      run_kernelhub({"download", kRelu, "--version", "1", "--variant", kVariant, "--json"},
+                    {{"KERNELHUB_SOCKET", ws.socket.string()},
+                     {"KERNELHUB_REQUIRE_DAEMON", "1"},
+                     {"HF_ENDPOINT", ws.hub.endpoint()}});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   const auto out = json::parse(result.out);
@@ -79,7 +84,8 @@ TEST_CASE("kernelhubd under systemd-socket-activate serves kernelhub download an
 
   // The activated daemon is the process that answers: its status pid is the activator's
   // pid (systemd-socket-activate execs it), and it counted our download.
-  const auto status = run_kernelhub({"status", "--json"}, {{"KERNELHUB_SOCKET", ws.socket.string()}});
+  const auto status =
+      run_kernelhub({"status", "--json"}, {{"KERNELHUB_SOCKET", ws.socket.string()}});
   REQUIRE(status.exit_code == 0);
   const auto s = json::parse(status.out);
   CHECK(s.at("pid") == activator.pid());

@@ -32,7 +32,8 @@ struct Workspace {
   }
 
   // path -> sha256 of `repo` vN as a clean daemon on a cache of its own hands it out.
-  std::map<std::string, std::string> reference(const std::string& repo = kRelu, int version = 1) const {
+  std::map<std::string, std::string> reference(const std::string& repo = kRelu,
+                                               int version = 1) const {
     DaemonConfig c = config();
     c.socket = dir.path() / "reference.sock";
     c.cache = dir.path() / "reference-cache";
@@ -41,7 +42,8 @@ struct Workspace {
     WireClient client(c.socket);
     client.hello();
     auto fetched = client.fetch(repo, version);
-    if (fetched.message.value("type", "") != "fetched") throw std::runtime_error("reference fetch: " + fetched.message.dump());
+    if (fetched.message.value("type", "") != "fetched")
+      throw std::runtime_error("reference fetch: " + fetched.message.dump());
     std::map<std::string, std::string> out;
     for (const auto& f : fetched.message.at("files")) out[f.at("path")] = f.at("sha256");
     return out;

@@ -2,11 +2,11 @@
 // cache on a full filesystem.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <filesystem>
 #include <future>
-#include <sstream>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/e2e/e2e_support.hpp"
 
@@ -44,13 +44,15 @@ TEST_CASE("two processes downloading the same kernel at once end with one consis
       REQUIRE(fs::is_symlink(link));
       CHECK(sha256_hex_of_file(link) == file.at("sha256").get<std::string>());
     }
-    for (const auto& blob : fs::directory_iterator(cache.path() / "kernels--kernels-community--relu" / "blobs")) {
+    for (const auto& blob :
+         fs::directory_iterator(cache.path() / "kernels--kernels-community--relu" / "blobs")) {
       CHECK(blob.path().extension() != ".incomplete");
     }
   }
 }
 
-TEST_CASE("a full disk fails with a one-line disk-full reason and publishes nothing", "[e2e][enospc]") {
+TEST_CASE("a full disk fails with a one-line disk-full reason and publishes nothing",
+          "[e2e][enospc]") {
   if (geteuid() != 0 || !fs::exists("/usr/bin/unshare")) {
     WARN("needs root and unshare(1) for a private tmpfs: skipped");
     return;
@@ -61,10 +63,11 @@ TEST_CASE("a full disk fails with a one-line disk-full reason and publishes noth
   fs::create_directories(mount_point);
   // A private mount namespace with a 256 KiB tmpfs: big enough for the metadata and the small
   // files, too small for the kernel's .so.
-  const std::string script = "mount -t tmpfs -o size=256k tmpfs '" + mount_point.string() + "' && '" + kKernelhub +
-                             "' download kernels-community/relu --version 1 --cache-dir '" + mount_point.string() +
-                             "/cache'; rc=$?; echo '--files--' >&2; find '" + mount_point.string() +
-                             "/cache' -type f -o -type l >&2; exit $rc";
+  const std::string script = "mount -t tmpfs -o size=256k tmpfs '" + mount_point.string() +
+                             "' && '" + kKernelhub +
+                             "' download kernels-community/relu --version 1 --cache-dir '" +
+                             mount_point.string() + "/cache'; rc=$?; echo '--files--' >&2; find '" +
+                             mount_point.string() + "/cache' -type f -o -type l >&2; exit $rc";
   const auto result = run_command({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script},
                                   {{"HF_ENDPOINT", hub.endpoint()},
                                    {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},

@@ -26,8 +26,10 @@ std::string read_all(const fs::path& path) {
   return ss.str();
 }
 
-json download_json(const FixtureHub& hub, const fs::path& cache, const std::vector<std::string>& extra) {
-  std::vector<std::string> args{"download", "kernels-community/relu", "--cache-dir", cache.string(), "--json"};
+json download_json(const FixtureHub& hub, const fs::path& cache,
+                   const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"download", "kernels-community/relu", "--cache-dir", cache.string(),
+                                "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
   const auto result = run_kernelhub(args, {{"HF_ENDPOINT", hub.endpoint()}});
   INFO("stderr: " << result.err);
@@ -38,7 +40,8 @@ json download_json(const FixtureHub& hub, const fs::path& cache, const std::vect
 // Every file of the fixture's variant is in the snapshot as a relative symlink to
 // blobs/<etag>, where the etag is the sha256 for LFS files (.so) and the git blob sha1
 // otherwise, and the bytes equal the published source.
-void check_snapshot_matches_source(const fs::path& cache, const json& result, const fs::path& source_variant) {
+void check_snapshot_matches_source(const fs::path& cache, const json& result,
+                                   const fs::path& source_variant) {
   const std::string commit = result.at("commit");
   const fs::path repo_dir = cache / kRepoFolder;
   const fs::path variant_dir = repo_dir / "snapshots" / commit / "build" / kVariant;
@@ -80,8 +83,10 @@ TEST_CASE("download v1 and v2 into an HF-compatible cache, file by file", "[e2e]
 
   REQUIRE(std::regex_match(v1.at("commit").get<std::string>(), std::regex("[0-9a-f]{40}")));
   CHECK(v1.at("commit") != v2.at("commit"));
-  check_snapshot_matches_source(cache.path(), v1, fs::path(KH_FIXTURE_SRC) / "relu-v1" / "build" / kVariant);
-  check_snapshot_matches_source(cache.path(), v2, fs::path(KH_FIXTURE_SRC) / "relu-v2" / "build" / kVariant);
+  check_snapshot_matches_source(cache.path(), v1,
+                                fs::path(KH_FIXTURE_SRC) / "relu-v1" / "build" / kVariant);
+  check_snapshot_matches_source(cache.path(), v2,
+                                fs::path(KH_FIXTURE_SRC) / "relu-v2" / "build" / kVariant);
 
   // refs/vN hold the commit with no trailing newline (huggingface_hub reads them unstripped).
   CHECK(read_all(cache.path() / kRepoFolder / "refs" / "v1") == v1.at("commit").get<std::string>());
@@ -101,17 +106,17 @@ TEST_CASE("a cached kernel is re-resolved without downloading, and offline witho
   CHECK(hub.count("GET", "/lfs") == 0);
 
   hub.reset_requests();
-  const auto offline = run_kernelhub(
-      {"download", "kernels-community/relu", "--version", "1", "--cache-dir", cache.path().string(), "--json"},
-      {{"HF_ENDPOINT", hub.endpoint()}, {"HF_HUB_OFFLINE", "1"}});
+  const auto offline = run_kernelhub({"download", "kernels-community/relu", "--version", "1",
+                                      "--cache-dir", cache.path().string(), "--json"},
+                                     {{"HF_ENDPOINT", hub.endpoint()}, {"HF_HUB_OFFLINE", "1"}});
   INFO(offline.err);
   REQUIRE(offline.exit_code == 0);
   CHECK(json::parse(offline.out).at("path") == first.at("path"));
   CHECK(hub.total_requests() == 0);
 
-  const auto offline_v2 = run_kernelhub(
-      {"download", "kernels-community/relu", "--version", "2", "--cache-dir", cache.path().string()},
-      {{"HF_ENDPOINT", hub.endpoint()}, {"HF_HUB_OFFLINE", "1"}});
+  const auto offline_v2 = run_kernelhub({"download", "kernels-community/relu", "--version", "2",
+                                         "--cache-dir", cache.path().string()},
+                                        {{"HF_ENDPOINT", hub.endpoint()}, {"HF_HUB_OFFLINE", "1"}});
   CHECK(offline_v2.exit_code != 0);
   CHECK(hub.total_requests() == 0);
 }
@@ -162,18 +167,21 @@ TEST_CASE("download failures exit non-zero with a one-line reason", "[e2e][error
   CHECK(unknown_repo.exit_code != 0);
   CHECK(one_line(unknown_repo));
 
-  const auto bad_variant = run({"kernels-community/relu", "--version", "1", "--variant", "torch99-cxx11-cu999-x86_64-linux"});
+  const auto bad_variant = run({"kernels-community/relu", "--version", "1", "--variant",
+                                "torch99-cxx11-cu999-x86_64-linux"});
   CHECK(bad_variant.exit_code != 0);
   CHECK(one_line(bad_variant));
   CHECK(bad_variant.err.find(kVariant) != std::string::npos);  // lists what exists
 
-  const auto no_platform_match = run({"kernels-community/relu", "--version", "1", "--torch-version", "2.3"});
+  const auto no_platform_match =
+      run({"kernels-community/relu", "--version", "1", "--torch-version", "2.3"});
   CHECK(no_platform_match.exit_code != 0);
   CHECK(no_platform_match.err.find(kVariant) != std::string::npos);
 
   // Nothing listens on port 9 of loopback: a network failure with no cached copy.
-  const auto no_network = run({"kernels-community/relu", "--version", "1"},
-                              {{"HF_ENDPOINT", "http://127.0.0.1:9"}, {"KERNELHUB_RETRY_BASE_MS", "1"}});
+  const auto no_network =
+      run({"kernels-community/relu", "--version", "1"},
+          {{"HF_ENDPOINT", "http://127.0.0.1:9"}, {"KERNELHUB_RETRY_BASE_MS", "1"}});
   CHECK(no_network.exit_code != 0);
   CHECK(one_line(no_network));
 

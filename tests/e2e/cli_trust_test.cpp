@@ -12,7 +12,8 @@ using namespace kernelhub::testing;
 
 namespace {
 
-CommandResult fetch(const FixtureHub& hub, const fs::path& cache, const std::string& repo, EnvOverrides env) {
+CommandResult fetch(const FixtureHub& hub, const fs::path& cache, const std::string& repo,
+                    EnvOverrides env) {
   env.try_emplace("HF_ENDPOINT", hub.endpoint());
   return run_kernelhub({"download", repo, "--version", "1", "--cache-dir", cache.string()}, env);
 }
@@ -24,7 +25,8 @@ TEST_CASE("SageAttention is refused without DIFFUSERS_TRUST_REMOTE_KERNELS, befo
   FixtureHub hub;
   TempDir cache;
   for (const char* value : {"", "0", "false", "nope"}) {
-    const auto refused = fetch(hub, cache.path(), "SageAttention/relu", {{"DIFFUSERS_TRUST_REMOTE_KERNELS", value}});
+    const auto refused =
+        fetch(hub, cache.path(), "SageAttention/relu", {{"DIFFUSERS_TRUST_REMOTE_KERNELS", value}});
     INFO("TRUST=" << value << " stderr: " << refused.err);
     CHECK(refused.exit_code != 0);
     CHECK(refused.err.find("SageAttention") != std::string::npos);
@@ -38,7 +40,8 @@ TEST_CASE("SageAttention is allowed with DIFFUSERS_TRUST_REMOTE_KERNELS true", "
   FixtureHub hub;
   for (const char* value : {"1", "TRUE", "yes", "On"}) {
     TempDir cache;
-    const auto allowed = fetch(hub, cache.path(), "SageAttention/relu", {{"DIFFUSERS_TRUST_REMOTE_KERNELS", value}});
+    const auto allowed =
+        fetch(hub, cache.path(), "SageAttention/relu", {{"DIFFUSERS_TRUST_REMOTE_KERNELS", value}});
     INFO("TRUST=" << value << " stderr: " << allowed.err);
     REQUIRE(allowed.exit_code == 0);
     CHECK(fs::is_directory(cache.path() / "kernels--SageAttention--relu" / "snapshots"));
@@ -50,17 +53,20 @@ TEST_CASE("DIFFUSERS_DISABLE_REMOTE_CODE refuses kernels-community too, and wins
           "[e2e][trust]") {
   FixtureHub hub;
   TempDir cache;
-  const auto community = fetch(hub, cache.path(), "kernels-community/relu", {{"DIFFUSERS_DISABLE_REMOTE_CODE", "1"}});
+  const auto community =
+      fetch(hub, cache.path(), "kernels-community/relu", {{"DIFFUSERS_DISABLE_REMOTE_CODE", "1"}});
   CHECK(community.exit_code != 0);
   CHECK(community.err.find("DIFFUSERS_DISABLE_REMOTE_CODE") != std::string::npos);
 
-  const auto both = fetch(hub, cache.path(), "SageAttention/relu",
-                          {{"DIFFUSERS_DISABLE_REMOTE_CODE", "true"}, {"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}});
+  const auto both =
+      fetch(hub, cache.path(), "SageAttention/relu",
+            {{"DIFFUSERS_DISABLE_REMOTE_CODE", "true"}, {"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}});
   CHECK(both.exit_code != 0);
   CHECK(both.err.find("DIFFUSERS_DISABLE_REMOTE_CODE") != std::string::npos);
   CHECK(hub.total_requests() == 0);
 
-  const auto off = fetch(hub, cache.path(), "kernels-community/relu", {{"DIFFUSERS_DISABLE_REMOTE_CODE", "0"}});
+  const auto off =
+      fetch(hub, cache.path(), "kernels-community/relu", {{"DIFFUSERS_DISABLE_REMOTE_CODE", "0"}});
   INFO(off.err);
   CHECK(off.exit_code == 0);
 }
@@ -70,15 +76,17 @@ TEST_CASE("an admin policy that forbids opt-in beats the user's variable", "[e2e
   TempDir cache;
   const fs::path policy = cache.path() / "policy.toml";
   std::ofstream(policy) << "[trust]\nallow_any_opt_in = false\nopt_in = []\n";
-  const auto refused = fetch(hub, cache.path() / "c", "SageAttention/relu",
-                             {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}, {"KERNELHUB_POLICY", policy.string()}});
+  const auto refused =
+      fetch(hub, cache.path() / "c", "SageAttention/relu",
+            {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}, {"KERNELHUB_POLICY", policy.string()}});
   CHECK(refused.exit_code != 0);
   CHECK(refused.err.find("SageAttention") != std::string::npos);
   CHECK(hub.total_requests() == 0);
 
   std::ofstream(policy) << "[trust]\nallow_any_opt_in = false\nopt_in = [\"SageAttention\"]\n";
-  const auto allowed = fetch(hub, cache.path() / "c", "SageAttention/relu",
-                             {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}, {"KERNELHUB_POLICY", policy.string()}});
+  const auto allowed =
+      fetch(hub, cache.path() / "c", "SageAttention/relu",
+            {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}, {"KERNELHUB_POLICY", policy.string()}});
   INFO(allowed.err);
   CHECK(allowed.exit_code == 0);
 }

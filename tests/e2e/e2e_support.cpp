@@ -28,7 +28,8 @@ std::size_t FixtureHub::count(const std::string& method, const std::string& part
   for (const auto& record : nlohmann::json::parse(response->body)) {
     const auto path = record.at("path").get<std::string>();
     if (path.rfind("/_kernelhub", 0) == 0) continue;  // our own log reads
-    if ((method.empty() || record.at("method") == method) && path.find(part) != std::string::npos) ++n;
+    if ((method.empty() || record.at("method") == method) && path.find(part) != std::string::npos)
+      ++n;
   }
   return n;
 }

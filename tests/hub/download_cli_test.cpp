@@ -10,7 +10,8 @@ using namespace kernelhub::testing;
 
 namespace {
 
-CommandResult download(const FetchFixture& fx, std::vector<std::string> args, EnvOverrides env = {}) {
+CommandResult download(const FetchFixture& fx, std::vector<std::string> args,
+                       EnvOverrides env = {}) {
   std::vector<std::string> argv{std::string(KH_BIN_DIR) + "/kernelhub", "download"};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--cache-dir");
@@ -28,13 +29,15 @@ CommandResult download(const FetchFixture& fx, std::vector<std::string> args, En
 
 TEST_CASE("kernelhub download prints the variant path, or JSON with every file") {
   FetchFixture fx;
-  auto plain = download(fx, {"kernels-community/demo-fetch", "--version", "1", "--variant", kCpuVariant});
+  auto plain =
+      download(fx, {"kernels-community/demo-fetch", "--version", "1", "--variant", kCpuVariant});
   REQUIRE(plain.exit_code == 0);
-  const auto variant_dir = fx.cache_root / "kernels--kernels-community--demo-fetch" / "snapshots" / fx.commit / "build" / kCpuVariant;
+  const auto variant_dir = fx.cache_root / "kernels--kernels-community--demo-fetch" / "snapshots" /
+                           fx.commit / "build" / kCpuVariant;
   CHECK(plain.out == variant_dir.string() + "\n");
 
-  auto json = download(fx, {"kernels-community/demo-fetch", "--revision", "main", "--torch-version", "2.15",
-                            "--backend", "cpu", "--json"});
+  auto json = download(fx, {"kernels-community/demo-fetch", "--revision", "main", "--torch-version",
+                            "2.15", "--backend", "cpu", "--json"});
   REQUIRE(json.exit_code == 0);
   const auto doc = nlohmann::json::parse(json.out);
   CHECK(doc["repo"] == "kernels-community/demo-fetch");
@@ -55,16 +58,19 @@ TEST_CASE("kernelhub download reports failures on one line with a per-class exit
   };
   check(download(fx, {"kernels-community/demo-fetch"}), 2, "invalid_argument");
   check(download(fx, {"evil-org/demo-fetch", "--version", "1"}), 3, "untrusted_publisher");
-  check(download(fx, {"kernels-community/demo-fetch", "--version", "1"}, {{"DIFFUSERS_DISABLE_REMOTE_CODE", "1"}}), 3,
-        "remote_code_disabled");
+  check(download(fx, {"kernels-community/demo-fetch", "--version", "1"},
+                 {{"DIFFUSERS_DISABLE_REMOTE_CODE", "1"}}),
+        3, "remote_code_disabled");
   CHECK(fx.server->requests().empty());
   check(download(fx, {"kernels-community/demo-fetch", "--version", "9"}), 4, "version_not_found");
-  check(download(fx, {"kernels-community/demo-fetch", "--version", "1", "--variant", "nope"}), 5, "no_matching_variant");
-  check(download(fx, {"kernels-community/demo-fetch", "--version", "1"}, {{"HF_HUB_OFFLINE", "1"}}), 6,
-        "offline_not_cached");
+  check(download(fx, {"kernels-community/demo-fetch", "--version", "1", "--variant", "nope"}), 5,
+        "no_matching_variant");
+  check(download(fx, {"kernels-community/demo-fetch", "--version", "1"}, {{"HF_HUB_OFFLINE", "1"}}),
+        6, "offline_not_cached");
   hub::server::FaultPlan plan;
   plan.corrupt_one_byte = true;
   plan.path_filter = kSoName;
   fx.server->set_faults(plan);
-  check(download(fx, {"kernels-community/demo-fetch", "--version", "1", "--variant", kCpuVariant}), 7, "hash_mismatch");
+  check(download(fx, {"kernels-community/demo-fetch", "--version", "1", "--variant", kCpuVariant}),
+        7, "hash_mismatch");
 }

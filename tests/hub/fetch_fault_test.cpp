@@ -59,7 +59,8 @@ TEST_CASE("a connection reset mid-body resumes with Range and yields the correct
   auto result = fx.fetch();
   REQUIRE(result);
   check_so_correct(*result);
-  CHECK(fx.server->count("GET", "/resolve/" + fx.commit + "/build/" + kCpuVariant + "/" + kSoName) == 3);
+  CHECK(fx.server->count("GET",
+                         "/resolve/" + fx.commit + "/build/" + kCpuVariant + "/" + kSoName) == 3);
   CHECK(count_status(*fx.server, 206) >= 1);
 }
 
@@ -73,7 +74,8 @@ TEST_CASE("a server that ignores Range after a reset still yields the correct fi
   auto result = fx.fetch();
   REQUIRE(result);
   check_so_correct(*result);
-  CHECK(fx.server->count("GET", "/resolve/" + fx.commit + "/build/" + kCpuVariant + "/" + kSoName) >= 2);
+  CHECK(fx.server->count("GET",
+                         "/resolve/" + fx.commit + "/build/" + kCpuVariant + "/" + kSoName) >= 2);
   CHECK(count_status(*fx.server, 206) == 0);
 }
 
@@ -150,7 +152,8 @@ TEST_CASE("files that do not match metadata.json are never published") {
   const fs::path source = fx.tmp.path() / "bad-src";
   write_variant(source / "build" / kCpuVariant, cpu_variant_files());
   {
-    std::ofstream(source / "build" / kCpuVariant / "_ops.py", std::ios::app) << "# changed after digesting\n";
+    std::ofstream(source / "build" / kCpuVariant / "_ops.py", std::ios::app)
+        << "# changed after digesting\n";
   }
   hub::server::PublishRequest publish;
   publish.root = fx.store;
@@ -176,9 +179,10 @@ TEST_CASE("the downloader retries file GETs on 503 and maps a 429 storm to rate_
   const auto content = cpu_variant_files().at(kSoName);
   const fs::path blobs = fx.tmp.path() / "blobs";
   fs::create_directories(blobs);
-  const std::string url = fx.server->endpoint() + "/kernels/" + kKernelRepo.str() + "/resolve/" + fx.commit +
-                          "/build/" + kCpuVariant + "/" + kSoName;
-  const cache::ExpectedBlob expected{trust::sha256_hex(content), cache::DigestKind::sha256, content.size()};
+  const std::string url = fx.server->endpoint() + "/kernels/" + kKernelRepo.str() + "/resolve/" +
+                          fx.commit + "/build/" + kCpuVariant + "/" + kSoName;
+  const cache::ExpectedBlob expected{trust::sha256_hex(content), cache::DigestKind::sha256,
+                                     content.size()};
   hub::server::FaultPlan plan;
   SECTION("503 twice") {
     plan.fail_status = 503;

@@ -43,10 +43,13 @@ void write_variant(const fs::path& dir, const std::map<std::string, std::string>
     put(dir / rel, content);
     trust::Sha256 sha;
     sha.update(content);
-    digests += std::string(digests.empty() ? "" : ",") + "\"" + rel + "\":\"" + sha.final_base64() + "\"";
+    digests +=
+        std::string(digests.empty() ? "" : ",") + "\"" + rel + "\":\"" + sha.final_base64() + "\"";
   }
-  put(dir / "metadata.json", "{\"id\":\"_x_cpu_abc1234\",\"name\":\"x\",\"version\":1,"
-                             "\"digest\":{\"algorithm\":\"sha256\",\"files\":{" + digests + "}}}");
+  put(dir / "metadata.json",
+      "{\"id\":\"_x_cpu_abc1234\",\"name\":\"x\",\"version\":1,"
+      "\"digest\":{\"algorithm\":\"sha256\",\"files\":{" +
+          digests + "}}}");
 }
 
 FetchFixture::FetchFixture() : store(tmp.path() / "store"), cache_root(tmp.path() / "cache") {
@@ -104,7 +107,8 @@ hub::FetchRequest FetchFixture::request() {
   return request;
 }
 
-Result<hub::FetchResult> FetchFixture::fetch(const hub::FetchRequest& request, const hub::HubConfig& config,
+Result<hub::FetchResult> FetchFixture::fetch(const hub::FetchRequest& request,
+                                             const hub::HubConfig& config,
                                              trust::TrustEnvironment trust_env) {
   cache::KernelCache cache(cache_root);
   hub::CurlHttpClient http(config);

@@ -23,7 +23,8 @@ inline const std::string kSoName = "_x_cpu_abc1234.abi3.so";
 // Variant-relative path -> content of the CPU variant (metadata.json included).
 std::map<std::string, std::string> cpu_variant_files();
 // Writes a variant folder and its metadata.json (base64 sha256 of every other file).
-void write_variant(const std::filesystem::path& dir, const std::map<std::string, std::string>& files);
+void write_variant(const std::filesystem::path& dir,
+                   const std::map<std::string, std::string>& files);
 std::string slurp(const std::filesystem::path& path);
 
 struct FetchFixture {

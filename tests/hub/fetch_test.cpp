@@ -11,7 +11,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path repo_dir(const fs::path& cache_root) { return cache_root / "kernels--kernels-community--demo-fetch"; }
+fs::path repo_dir(const fs::path& cache_root) {
+  return cache_root / "kernels--kernels-community--demo-fetch";
+}
 
 std::size_t count_files(const fs::path& dir) {
   std::size_t n = 0;
@@ -46,11 +48,12 @@ TEST_CASE("fetch publishes the selected variant into an HF-compatible cache, fil
     CHECK(target.parent_path() == fs::path("../../../../blobs"));
     CHECK(slurp(link) == content);
     // LFS files are keyed by sha256, git files by their git blob sha1.
-    const std::string etag = content.size() > 1024 * 1024 ? trust::sha256_hex(content) : trust::git_blob_sha1_hex(content);
+    const std::string etag = content.size() > 1024 * 1024 ? trust::sha256_hex(content)
+                                                          : trust::git_blob_sha1_hex(content);
     CHECK(target.filename() == etag);
-    const auto file = std::find_if(result->files.begin(), result->files.end(), [&](const hub::FetchedFile& f) {
-      return f.path == "build/" + kCpuVariant + "/" + rel;
-    });
+    const auto file = std::find_if(
+        result->files.begin(), result->files.end(),
+        [&](const hub::FetchedFile& f) { return f.path == "build/" + kCpuVariant + "/" + rel; });
     REQUIRE(file != result->files.end());
     CHECK(file->sha256 == trust::sha256_hex(content));
     CHECK(file->size == content.size());
@@ -103,7 +106,8 @@ TEST_CASE("offline mode reports a damaged cached snapshot instead of serving it"
   REQUIRE(fx.fetch());
   auto config = fx.config();
   config.offline = true;
-  const fs::path so = repo_dir(fx.cache_root) / "snapshots" / fx.commit / "build" / kCpuVariant / kSoName;
+  const fs::path so =
+      repo_dir(fx.cache_root) / "snapshots" / fx.commit / "build" / kCpuVariant / kSoName;
   fs::remove(repo_dir(fx.cache_root) / "blobs" / fs::read_symlink(so).filename());
   auto incomplete = fx.fetch(FetchFixture::request(), config);
   REQUIRE_FALSE(incomplete);

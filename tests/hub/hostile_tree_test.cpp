@@ -30,23 +30,27 @@ bool has_any_file(const fs::path& dir) {
 struct HostileHub {
   LocalHttpServer http;
   std::atomic<int> file_requests{0};
-  nlohmann::json build_listing = nlohmann::json::array({{{"type", "directory"}, {"path", "build/" + kVariant}, {"oid", kOid}}});
+  nlohmann::json build_listing = nlohmann::json::array(
+      {{{"type", "directory"}, {"path", "build/" + kVariant}, {"oid", kOid}}});
   nlohmann::json variant_listing;
 
   HostileHub() {
     const std::string api = "/api/kernels/kernels-community/evil";
     http.server.Get(api + "/refs", [](const httplib::Request&, httplib::Response& res) {
-      nlohmann::json refs{{"branches", {{{"name", "v1"}, {"ref", "refs/heads/v1"}, {"targetCommit", kSha}}}},
-                          {"converts", nlohmann::json::array()},
-                          {"tags", nlohmann::json::array()}};
+      nlohmann::json refs{
+          {"branches", {{{"name", "v1"}, {"ref", "refs/heads/v1"}, {"targetCommit", kSha}}}},
+          {"converts", nlohmann::json::array()},
+          {"tags", nlohmann::json::array()}};
       res.set_content(refs.dump(), "application/json");
     });
-    http.server.Get(api + "/tree/" + kSha + "/build", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(build_listing.dump(), "application/json");
-    });
-    http.server.Get(api + "/tree/" + kSha + "/build/" + kVariant, [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(variant_listing.dump(), "application/json");
-    });
+    http.server.Get(api + "/tree/" + kSha + "/build",
+                    [this](const httplib::Request&, httplib::Response& res) {
+                      res.set_content(build_listing.dump(), "application/json");
+                    });
+    http.server.Get(api + "/tree/" + kSha + "/build/" + kVariant,
+                    [this](const httplib::Request&, httplib::Response& res) {
+                      res.set_content(variant_listing.dump(), "application/json");
+                    });
     http.server.Get(".*/resolve/.*", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.path.ends_with("/kernel-status.toml")) {  // the optional redirect file: absent
         res.status = 404;
@@ -83,15 +87,17 @@ nlohmann::json file_entry(const std::string& path) {
 
 TEST_CASE("hostile names in a variant listing are refused before any file is created") {
   const std::string prefix = "build/" + kVariant + "/";
-  const std::string hostile = GENERATE(std::string("build/") + "torch215-cxx11-cpu-x86_64-linux/../../../../../tmp/x",
-                                       std::string("/etc/passwd"),
-                                       std::string("build/torch215-cxx11-cpu-x86_64-linux/a") + std::string(1, '\0') + "b",
-                                       std::string("build/torch215-cxx11-cpu-x86_64-linux/") + std::string(10 * 1024, 'a'),
-                                       std::string("build/torch215-cxx11-cpu-x86_64-linux/a\\..\\..\\b"),
-                                       std::string("build/torch215-cxx11-cpu-x86_64-linux/%2e%2e/x"),
-                                       std::string("build/other-variant/x.so"));
+  const std::string hostile =
+      GENERATE(std::string("build/") + "torch215-cxx11-cpu-x86_64-linux/../../../../../tmp/x",
+               std::string("/etc/passwd"),
+               std::string("build/torch215-cxx11-cpu-x86_64-linux/a") + std::string(1, '\0') + "b",
+               std::string("build/torch215-cxx11-cpu-x86_64-linux/") + std::string(10 * 1024, 'a'),
+               std::string("build/torch215-cxx11-cpu-x86_64-linux/a\\..\\..\\b"),
+               std::string("build/torch215-cxx11-cpu-x86_64-linux/%2e%2e/x"),
+               std::string("build/other-variant/x.so"));
   HostileHub hub;
-  hub.variant_listing = nlohmann::json::array({file_entry(prefix + "__init__.py"), file_entry(hostile)});
+  hub.variant_listing =
+      nlohmann::json::array({file_entry(prefix + "__init__.py"), file_entry(hostile)});
   TempDir tmp;
   const fs::path cache_root = tmp.path() / "cache";
   auto result = hub.fetch(cache_root);
@@ -104,7 +110,8 @@ TEST_CASE("hostile names in a variant listing are refused before any file is cre
 
 TEST_CASE("a hostile variant folder name is refused") {
   HostileHub hub;
-  hub.build_listing = nlohmann::json::array({{{"type", "directory"}, {"path", "build/.."}, {"oid", kOid}}});
+  hub.build_listing =
+      nlohmann::json::array({{{"type", "directory"}, {"path", "build/.."}, {"oid", kOid}}});
   TempDir tmp;
   auto result = hub.fetch(tmp.path() / "cache");
   REQUIRE_FALSE(result);

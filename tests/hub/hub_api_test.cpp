@@ -27,8 +27,10 @@ TEST_CASE("list_tree follows Link rel=next pages and returns every entry once") 
   std::set<std::string> paths;
   for (const auto& e : *entries) paths.insert(e.path);
   CHECK(paths.size() == entries->size());
-  CHECK(paths == std::set<std::string>{"build/" + kCpuVariant + "/__init__.py", "build/" + kCpuVariant + "/_ops.py",
-                                       "build/" + kCpuVariant + "/" + kSoName, "build/" + kCpuVariant + "/metadata.json",
+  CHECK(paths == std::set<std::string>{"build/" + kCpuVariant + "/__init__.py",
+                                       "build/" + kCpuVariant + "/_ops.py",
+                                       "build/" + kCpuVariant + "/" + kSoName,
+                                       "build/" + kCpuVariant + "/metadata.json",
                                        "build/" + kCpuVariant + "/py.typed"});
   CHECK(paged.count("GET", "/tree/") >= 2);
 }
@@ -46,8 +48,9 @@ TEST_CASE("resolve_revision maps branches to commits and returns a sha without a
   CHECK(fx.server->requests().empty());
   auto refs = api.list_refs(kKernelRepo);
   REQUIRE(refs);
-  CHECK(std::any_of(refs->branches.begin(), refs->branches.end(),
-                    [&](const hub::GitRef& r) { return r.name == "v1" && r.target_commit == fx.commit; }));
+  CHECK(std::any_of(refs->branches.begin(), refs->branches.end(), [&](const hub::GitRef& r) {
+    return r.name == "v1" && r.target_commit == fx.commit;
+  }));
 }
 
 TEST_CASE("head_file reads LFS metadata from the redirect and git metadata from a 200") {
@@ -83,19 +86,25 @@ TEST_CASE("a legacy model-type kernel repo is found through the model paths, and
     res.set_header("X-Error-Code", "RepoNotFound");
     res.set_content("{\"error\":\"Repository not found\"}", "application/json");
   });
-  http.server.Get("/api/models/kernels-community/old/refs", [&](const httplib::Request&, httplib::Response& res) {
-    ++model_calls;
-    nlohmann::json refs{{"branches", {{{"name", "v1"}, {"targetCommit", sha}}}}, {"converts", nlohmann::json::array()}, {"tags", nlohmann::json::array()}};
-    res.set_content(refs.dump(), "application/json");
-  });
-  http.server.Get("/api/models/kernels-community/old/revision/main", [&](const httplib::Request&, httplib::Response& res) {
-    ++model_calls;
-    res.set_content("{\"id\":\"kernels-community/old\",\"sha\":\"" + sha + "\"}", "application/json");
-  });
-  http.server.Get("/api/models/.*", [&](const httplib::Request&, httplib::Response& res) {  // after the routes above
-    res.status = 404;
-    res.set_header("X-Error-Code", "RepoNotFound");
-  });
+  http.server.Get("/api/models/kernels-community/old/refs",
+                  [&](const httplib::Request&, httplib::Response& res) {
+                    ++model_calls;
+                    nlohmann::json refs{{"branches", {{{"name", "v1"}, {"targetCommit", sha}}}},
+                                        {"converts", nlohmann::json::array()},
+                                        {"tags", nlohmann::json::array()}};
+                    res.set_content(refs.dump(), "application/json");
+                  });
+  http.server.Get("/api/models/kernels-community/old/revision/main",
+                  [&](const httplib::Request&, httplib::Response& res) {
+                    ++model_calls;
+                    res.set_content("{\"id\":\"kernels-community/old\",\"sha\":\"" + sha + "\"}",
+                                    "application/json");
+                  });
+  http.server.Get("/api/models/.*",
+                  [&](const httplib::Request&, httplib::Response& res) {  // after the routes above
+                    res.status = 404;
+                    res.set_header("X-Error-Code", "RepoNotFound");
+                  });
   http.start();
   hub::HubConfig config;
   config.endpoint = http.endpoint();
@@ -106,7 +115,8 @@ TEST_CASE("a legacy model-type kernel repo is found through the model paths, and
   REQUIRE(refs);
   CHECK(refs->branches.at(0).target_commit == sha);
   CHECK(api.kind(repo) == hub::RepoKind::model);
-  CHECK(api.resolve_url(repo, sha, "build/x.py") == http.endpoint() + "/kernels-community/old/resolve/" + sha + "/build/x.py");
+  CHECK(api.resolve_url(repo, sha, "build/x.py") ==
+        http.endpoint() + "/kernels-community/old/resolve/" + sha + "/build/x.py");
   auto main = api.resolve_revision(repo, "main");
   REQUIRE(main);
   CHECK(*main == sha);

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "hub/downloader.hpp"
-#include "hub/hub_api.hpp"
 #include "hub/http.hpp"
+#include "hub/hub_api.hpp"
 #include "tests/support/process.hpp"
 
 using namespace kernelhub;
@@ -21,7 +21,8 @@ TEST_CASE("normalize_etag strips weak prefix and quotes") {
 
 TEST_CASE("parse_link_next finds rel=next among several links") {
   CHECK(parse_link_next("<https://h/api/x?cursor=2>; rel=\"next\"") == "https://h/api/x?cursor=2");
-  CHECK(parse_link_next("<https://h/a>; rel=\"xet-auth\", <https://h/b?c=1>; rel=\"next\"") == "https://h/b?c=1");
+  CHECK(parse_link_next("<https://h/a>; rel=\"xet-auth\", <https://h/b?c=1>; rel=\"next\"") ==
+        "https://h/b?c=1");
   CHECK(parse_link_next("<https://h/b>; rel=next") == "https://h/b");
   CHECK_FALSE(parse_link_next("<https://h/a>; rel=\"prev\"").has_value());
   CHECK_FALSE(parse_link_next("garbage").has_value());
@@ -48,14 +49,18 @@ TEST_CASE("backoff is 1-2-4-8-8 units and the unit comes from KERNELHUB_RETRY_BA
 }
 
 TEST_CASE("map_http_error types errors by X-Error-Code, then by status") {
-  CHECK(map_http_error(404, {{"x-error-code", "RepoNotFound"}}, "", "u").code == ErrorCode::repo_not_found);
-  CHECK(map_http_error(404, {{"x-error-code", "RevisionNotFound"}}, "", "u").code == ErrorCode::revision_not_found);
-  CHECK(map_http_error(404, {{"x-error-code", "EntryNotFound"}}, "", "u").code == ErrorCode::entry_not_found);
+  CHECK(map_http_error(404, {{"x-error-code", "RepoNotFound"}}, "", "u").code ==
+        ErrorCode::repo_not_found);
+  CHECK(map_http_error(404, {{"x-error-code", "RevisionNotFound"}}, "", "u").code ==
+        ErrorCode::revision_not_found);
+  CHECK(map_http_error(404, {{"x-error-code", "EntryNotFound"}}, "", "u").code ==
+        ErrorCode::entry_not_found);
   CHECK(map_http_error(401, {{"x-error-code", "GatedRepo"}}, "", "u").code == ErrorCode::gated);
   CHECK(map_http_error(401, {}, "", "u").code == ErrorCode::unauthorized);
   CHECK(map_http_error(403, {}, "", "u").code == ErrorCode::unauthorized);
   CHECK(map_http_error(429, {}, "", "u").code == ErrorCode::rate_limited);
-  const auto other = map_http_error(500, {{"x-error-message", "boom"}}, "{\"error\":\"disk\\nbroken\"}", "u");
+  const auto other =
+      map_http_error(500, {{"x-error-message", "boom"}}, "{\"error\":\"disk\\nbroken\"}", "u");
   CHECK(other.code == ErrorCode::http_status);
   CHECK(other.message.find("boom") != std::string::npos);
   CHECK(other.message.find("disk broken") != std::string::npos);
@@ -99,8 +104,9 @@ TEST_CASE("content_range_start parses the first byte position") {
 
 TEST_CASE("parse_refs_json reads branches and tags with 40-hex commits") {
   const std::string sha(40, 'a');
-  auto refs = parse_refs_json(R"({"branches":[{"name":"v1","ref":"refs/heads/v1","targetCommit":")" + sha +
-                              R"("}],"converts":[],"tags":[]})");
+  auto refs =
+      parse_refs_json(R"({"branches":[{"name":"v1","ref":"refs/heads/v1","targetCommit":")" + sha +
+                      R"("}],"converts":[],"tags":[]})");
   REQUIRE(refs);
   REQUIRE(refs->branches.size() == 1);
   CHECK(refs->branches[0].target_commit == sha);
@@ -112,21 +118,29 @@ TEST_CASE("parse_refs_json reads branches and tags with 40-hex commits") {
 TEST_CASE("parse_tree_json validates paths, ids and folder containment") {
   const std::string oid(40, 'b');
   const std::string sha(64, 'c');
-  auto ok = parse_tree_json(R"([{"type":"file","path":"build/v/a.so","oid":")" + oid + R"(","size":5,"lfs":{"oid":")" +
-                                sha + R"(","size":5,"pointerSize":130}},{"type":"directory","path":"build/v/d","oid":")" +
-                                oid + R"("}])",
-                            "build/v");
+  auto ok = parse_tree_json(
+      R"([{"type":"file","path":"build/v/a.so","oid":")" + oid + R"(","size":5,"lfs":{"oid":")" +
+          sha + R"(","size":5,"pointerSize":130}},{"type":"directory","path":"build/v/d","oid":")" +
+          oid + R"("}])",
+      "build/v");
   REQUIRE(ok);
   REQUIRE(ok->size() == 2);
   CHECK((*ok)[0].etag() == sha);
   CHECK((*ok)[0].is_lfs());
   CHECK_FALSE((*ok)[1].is_file);
-  const auto code = [&](const std::string& body) { return parse_tree_json(body, "build/v").error().code; };
-  CHECK(code(R"([{"type":"file","path":"build/v/../../x","oid":")" + oid + R"(","size":1}])") == ErrorCode::unsafe_path);
-  CHECK(code(R"([{"type":"file","path":"/etc/passwd","oid":")" + oid + R"(","size":1}])") == ErrorCode::unsafe_path);
-  CHECK(code(R"([{"type":"file","path":"other/x","oid":")" + oid + R"(","size":1}])") == ErrorCode::unsafe_path);
-  CHECK(code(R"([{"type":"file","path":"build/v/x","oid":"../../etc","size":1}])") == ErrorCode::malformed_response);
-  CHECK(code(R"([{"type":"file","path":"build/v/x","oid":")" + oid + R"("}])") == ErrorCode::malformed_response);
+  const auto code = [&](const std::string& body) {
+    return parse_tree_json(body, "build/v").error().code;
+  };
+  CHECK(code(R"([{"type":"file","path":"build/v/../../x","oid":")" + oid + R"(","size":1}])") ==
+        ErrorCode::unsafe_path);
+  CHECK(code(R"([{"type":"file","path":"/etc/passwd","oid":")" + oid + R"(","size":1}])") ==
+        ErrorCode::unsafe_path);
+  CHECK(code(R"([{"type":"file","path":"other/x","oid":")" + oid + R"(","size":1}])") ==
+        ErrorCode::unsafe_path);
+  CHECK(code(R"([{"type":"file","path":"build/v/x","oid":"../../etc","size":1}])") ==
+        ErrorCode::malformed_response);
+  CHECK(code(R"([{"type":"file","path":"build/v/x","oid":")" + oid + R"("}])") ==
+        ErrorCode::malformed_response);
   CHECK(code(R"({"not":"an array"})") == ErrorCode::malformed_response);
 }
 

@@ -17,7 +17,8 @@ class LocalHttpServer {
   void start() {
     port_ = server.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server.listen_after_bind(); });
-    for (int i = 0; i < 500 && !server.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (int i = 0; i < 500 && !server.is_running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   ~LocalHttpServer() {
     server.stop();

@@ -1,6 +1,6 @@
 // detect_platform: torch version and backend from flags, environment and a virtualenv's torch.
-#include <catch2/catch.hpp>
 #include <stdlib.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -73,7 +73,8 @@ TEST_CASE("backend override cuda uses torch's CUDA version", "[platform]") {
   REQUIRE(p);
   CHECK(p->backend == "cu132");
 
-  const auto from_env = detect_platform(Environment(Vars{{"VIRTUAL_ENV", venv.path()}, {"KERNELHUB_BACKEND", "cu126"}}), {});
+  const auto from_env = detect_platform(
+      Environment(Vars{{"VIRTUAL_ENV", venv.path()}, {"KERNELHUB_BACKEND", "cu126"}}), {});
   REQUIRE(from_env);
   CHECK(from_env->backend == "cu126");
 }
@@ -122,7 +123,8 @@ TEST_CASE("malformed overrides are invalid arguments", "[platform]") {
   CHECK_THAT(b.error().message, Catch::Contains("KERNELHUB_BACKEND"));
 }
 
-TEST_CASE("a venv without torch falls back to the project venv or the pinned version", "[platform]") {
+TEST_CASE("a venv without torch falls back to the project venv or the pinned version",
+          "[platform]") {
   std::string pattern = (fs::temp_directory_path() / "kh-empty-XXXXXX").string();
   REQUIRE(mkdtemp(pattern.data()) != nullptr);
   const auto p = detect_platform(Environment(Vars{{"VIRTUAL_ENV", pattern}}), {});

@@ -16,12 +16,13 @@ using namespace kernelhub::testing;
 namespace {
 
 // Publishes `org/moved` on v1 holding only a kernel-status.toml that points at `destination`.
-void publish_redirect(const FetchFixture& fx, const std::string& org, const std::string& destination,
-                      const std::string& revision) {
+void publish_redirect(const FetchFixture& fx, const std::string& org,
+                      const std::string& destination, const std::string& revision) {
   const fs::path source = fx.tmp.path() / ("redirect-" + org);
   fs::create_directories(source);
   std::ofstream(source / "kernel-status.toml")
-      << "kind = \"redirect\"\ndestination = \"" << destination << "\"\nrevision = \"" << revision << "\"\n";
+      << "kind = \"redirect\"\ndestination = \"" << destination << "\"\nrevision = \"" << revision
+      << "\"\n";
   hub::server::PublishRequest request;
   request.root = fx.store;
   request.repo = trust::RepoId{org, "moved"};
@@ -86,7 +87,7 @@ TEST_CASE("a trusted repo that redirects to an untrusted publisher is refused be
   CHECK(refused.error().message.find("SageAttention") != std::string::npos);
   CHECK(refused.error().message.find("DIFFUSERS_TRUST_REMOTE_KERNELS") != std::string::npos);
   CHECK(fx.server->count("", "SageAttention") == 0);  // nothing was asked of the destination
-  CHECK(fx.file_gets() == 0);                          // no artifact byte
+  CHECK(fx.file_gets() == 0);                         // no artifact byte
   CHECK(fx.server->count("GET", "kernel-status.toml") == 1);
 
   trust::TrustEnvironment opted_in;
@@ -108,8 +109,8 @@ TEST_CASE("a redirect loop ends in a typed error", "[hub][redirect]") {
 TEST_CASE("a missing kernel-status.toml is remembered and not asked for again", "[hub][redirect]") {
   FetchFixture fx;
   REQUIRE(fx.fetch());
-  CHECK(fs::exists(fx.cache_root / "kernels--kernels-community--demo-fetch" / ".no_exist" / fx.commit /
-                   "kernel-status.toml"));
+  CHECK(fs::exists(fx.cache_root / "kernels--kernels-community--demo-fetch" / ".no_exist" /
+                   fx.commit / "kernel-status.toml"));
   fx.server->reset_requests();
   REQUIRE(fx.fetch());
   CHECK(fx.server->count("GET", "kernel-status.toml") == 0);

@@ -31,7 +31,8 @@ std::vector<std::string> names_of(const std::vector<VariantCandidate>& ranked) {
 }
 
 const VariantCandidate& find(const std::vector<VariantCandidate>& ranked, const std::string& name) {
-  const auto it = std::find_if(ranked.begin(), ranked.end(), [&](const auto& c) { return c.name == name; });
+  const auto it =
+      std::find_if(ranked.begin(), ranked.end(), [&](const auto& c) { return c.name == name; });
   REQUIRE(it != ranked.end());
   return *it;
 }
@@ -45,7 +46,8 @@ TEST_CASE("exact torch and cpu variant is selected", "[variant]") {
 }
 
 TEST_CASE("CUDA picks the best older minor of the same major", "[variant]") {
-  const std::vector<std::string> names{"torch215-cxx11-cu126-x86_64-linux", "torch215-cxx11-cu128-x86_64-linux",
+  const std::vector<std::string> names{"torch215-cxx11-cu126-x86_64-linux",
+                                       "torch215-cxx11-cu128-x86_64-linux",
                                        "torch215-cxx11-cu130-x86_64-linux"};
   const auto ranked = rank_variants(names, linux_x86("cu129"));
   REQUIRE(names_of(ranked) == std::vector<std::string>{"torch215-cxx11-cu128-x86_64-linux",
@@ -58,19 +60,22 @@ TEST_CASE("CUDA picks the best older minor of the same major", "[variant]") {
 }
 
 TEST_CASE("CUDA with a newer minor or another major is rejected", "[variant]") {
-  const auto ranked = rank_variants({"torch215-cxx11-cu128-x86_64-linux", "torch215-cxx11-cu126-x86_64-linux"},
-                                    linux_x86("cu126"));
+  const auto ranked =
+      rank_variants({"torch215-cxx11-cu128-x86_64-linux", "torch215-cxx11-cu126-x86_64-linux"},
+                    linux_x86("cu126"));
   CHECK(find(ranked, "torch215-cxx11-cu126-x86_64-linux").accepted);
   CHECK_FALSE(find(ranked, "torch215-cxx11-cu128-x86_64-linux").accepted);
 
-  const auto other_major = select_variant({"torch215-cxx11-cu126-x86_64-linux"}, linux_x86("cu132"));
+  const auto other_major =
+      select_variant({"torch215-cxx11-cu126-x86_64-linux"}, linux_x86("cu132"));
   REQUIRE_FALSE(other_major);
   CHECK(other_major.error().code == ErrorCode::no_matching_variant);
 }
 
 TEST_CASE("other versioned backends must match exactly", "[variant]") {
   const auto ranked =
-      rank_variants({"torch215-cxx11-rocm71-x86_64-linux", "torch215-cxx11-rocm72-x86_64-linux"}, linux_x86("rocm72"));
+      rank_variants({"torch215-cxx11-rocm71-x86_64-linux", "torch215-cxx11-rocm72-x86_64-linux"},
+                    linux_x86("rocm72"));
   CHECK(find(ranked, "torch215-cxx11-rocm72-x86_64-linux").accepted);
   const auto& older = find(ranked, "torch215-cxx11-rocm71-x86_64-linux");
   CHECK_FALSE(older.accepted);
@@ -78,18 +83,19 @@ TEST_CASE("other versioned backends must match exactly", "[variant]") {
 }
 
 TEST_CASE("torch version must match exactly for arch builds", "[variant]") {
-  const auto ranked = rank_variants({"torch214-cxx11-cpu-x86_64-linux", "torch216-cxx11-cpu-x86_64-linux"},
-                                    linux_x86("cpu"));
+  const auto ranked = rank_variants(
+      {"torch214-cxx11-cpu-x86_64-linux", "torch216-cxx11-cpu-x86_64-linux"}, linux_x86("cpu"));
   for (const auto& c : ranked) {
     CHECK_FALSE(c.accepted);
     CHECK_THAT(c.reason, Catch::Contains("torch 2.15"));
   }
 }
 
-TEST_CASE("stable ABI build is preferred, newest ABI first, and too-new ABI is rejected", "[variant]") {
-  const std::vector<std::string> names{"torch215-cxx11-cpu-x86_64-linux", "torch-stable-abi213-cpu-x86_64-linux",
-                                       "torch-stable-abi214-cpu-x86_64-linux",
-                                       "torch-stable-abi216-cpu-x86_64-linux"};
+TEST_CASE("stable ABI build is preferred, newest ABI first, and too-new ABI is rejected",
+          "[variant]") {
+  const std::vector<std::string> names{
+      "torch215-cxx11-cpu-x86_64-linux", "torch-stable-abi213-cpu-x86_64-linux",
+      "torch-stable-abi214-cpu-x86_64-linux", "torch-stable-abi216-cpu-x86_64-linux"};
   const auto ranked = rank_variants(names, linux_x86("cpu"));
   REQUIRE(names_of(ranked) == std::vector<std::string>{"torch-stable-abi214-cpu-x86_64-linux",
                                                        "torch-stable-abi213-cpu-x86_64-linux",
@@ -101,13 +107,15 @@ TEST_CASE("stable ABI build is preferred, newest ABI first, and too-new ABI is r
 }
 
 TEST_CASE("universal is the last resort, after the backend's noarch build", "[variant]") {
-  const std::vector<std::string> names{"torch-universal", "torch-cpu", "torch215-cxx11-cpu-x86_64-linux"};
+  const std::vector<std::string> names{"torch-universal", "torch-cpu",
+                                       "torch215-cxx11-cpu-x86_64-linux"};
   const auto ranked = rank_variants(names, linux_x86("cpu"));
-  REQUIRE(names_of(ranked) ==
-          std::vector<std::string>{"torch215-cxx11-cpu-x86_64-linux", "torch-cpu", "torch-universal"});
+  REQUIRE(names_of(ranked) == std::vector<std::string>{"torch215-cxx11-cpu-x86_64-linux",
+                                                       "torch-cpu", "torch-universal"});
   for (const auto& c : ranked) CHECK(c.accepted);
 
-  const auto only_universal = select_variant({"torch-universal", "torch214-cxx11-cpu-x86_64-linux"}, linux_x86("cpu"));
+  const auto only_universal =
+      select_variant({"torch-universal", "torch214-cxx11-cpu-x86_64-linux"}, linux_x86("cpu"));
   REQUIRE(only_universal);
   CHECK(*only_universal == "torch-universal");
 }
@@ -117,7 +125,8 @@ TEST_CASE("noarch build of another backend is rejected, arch beats noarch", "[va
   CHECK(find(ranked, "torch-cpu").accepted);
   CHECK_FALSE(find(ranked, "torch-cuda").accepted);
 
-  const auto cuda = rank_variants({"torch-cuda", "torch215-cxx11-cu132-x86_64-linux"}, linux_x86("cu132"));
+  const auto cuda =
+      rank_variants({"torch-cuda", "torch215-cxx11-cu132-x86_64-linux"}, linux_x86("cu132"));
   REQUIRE(cuda.size() == 2);
   CHECK(cuda[0].name == "torch215-cxx11-cu132-x86_64-linux");
   CHECK(cuda[1].name == "torch-cuda");
@@ -131,10 +140,12 @@ TEST_CASE("Ascend cann backend accepts the torch-npu noarch build", "[variant]")
 }
 
 TEST_CASE("cxx98 builds are rejected, untagged builds beat cxx11-tagged ones", "[variant]") {
-  const auto ranked = rank_variants({"torch215-cxx98-cpu-x86_64-linux", "torch215-cxx11-cpu-x86_64-linux",
-                                     "torch215-cpu-x86_64-linux"},
-                                    linux_x86("cpu"));
-  REQUIRE(names_of(ranked) == std::vector<std::string>{"torch215-cpu-x86_64-linux", "torch215-cxx11-cpu-x86_64-linux",
+  const auto ranked =
+      rank_variants({"torch215-cxx98-cpu-x86_64-linux", "torch215-cxx11-cpu-x86_64-linux",
+                     "torch215-cpu-x86_64-linux"},
+                    linux_x86("cpu"));
+  REQUIRE(names_of(ranked) == std::vector<std::string>{"torch215-cpu-x86_64-linux",
+                                                       "torch215-cxx11-cpu-x86_64-linux",
                                                        "torch215-cxx98-cpu-x86_64-linux"});
   CHECK_FALSE(ranked[2].accepted);
   CHECK_THAT(ranked[2].reason, Catch::Contains("ABI"));
@@ -144,13 +155,15 @@ TEST_CASE("ABI-tagged builds are rejected off Linux", "[variant]") {
   Platform mac = linux_x86("cpu");
   mac.os = "darwin";
   mac.arch = "aarch64";
-  const auto ranked = rank_variants({"torch215-cxx11-cpu-aarch64-darwin", "torch215-cpu-aarch64-darwin"}, mac);
+  const auto ranked =
+      rank_variants({"torch215-cxx11-cpu-aarch64-darwin", "torch215-cpu-aarch64-darwin"}, mac);
   CHECK(find(ranked, "torch215-cpu-aarch64-darwin").accepted);
   CHECK_FALSE(find(ranked, "torch215-cxx11-cpu-aarch64-darwin").accepted);
 }
 
 TEST_CASE("wrong CPU or OS is rejected with the reason", "[variant]") {
-  const auto ranked = rank_variants({"torch215-cxx11-cpu-aarch64-linux", "torch215-cpu-x86_64-darwin"}, linux_x86("cpu"));
+  const auto ranked = rank_variants(
+      {"torch215-cxx11-cpu-aarch64-linux", "torch215-cpu-x86_64-darwin"}, linux_x86("cpu"));
   const auto& arm = find(ranked, "torch215-cxx11-cpu-aarch64-linux");
   CHECK_FALSE(arm.accepted);
   CHECK_THAT(arm.reason, Catch::Contains("aarch64") && Catch::Contains("x86_64"));
@@ -160,7 +173,8 @@ TEST_CASE("wrong CPU or OS is rejected with the reason", "[variant]") {
 }
 
 TEST_CASE("tvm-ffi builds are never accepted", "[variant]") {
-  const auto ranked = rank_variants({"tvm-ffi01-cpu-x86_64-linux", "torch-universal"}, linux_x86("cpu"));
+  const auto ranked =
+      rank_variants({"tvm-ffi01-cpu-x86_64-linux", "torch-universal"}, linux_x86("cpu"));
   REQUIRE(ranked.size() == 2);
   CHECK(ranked[0].name == "torch-universal");
   CHECK_FALSE(ranked[1].accepted);
@@ -194,7 +208,8 @@ TEST_CASE("duplicate names are ranked once", "[variant]") {
 
 TEST_CASE("no match lists every variant with its reason and the platform", "[variant]") {
   const Platform p = linux_x86("cpu");
-  const auto result = select_variant({"torch215-cxx11-cu132-x86_64-linux", "bogus", "torch-cuda"}, p);
+  const auto result =
+      select_variant({"torch215-cxx11-cu132-x86_64-linux", "bogus", "torch-cuda"}, p);
   REQUIRE_FALSE(result);
   CHECK(result.error().code == ErrorCode::no_matching_variant);
   const auto& msg = result.error().message;

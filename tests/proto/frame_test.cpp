@@ -14,10 +14,13 @@ using nlohmann::json;
 namespace {
 
 std::string header(std::uint32_t n) {
-  return {static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8), static_cast<char>(n)};
+  return {static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+          static_cast<char>(n)};
 }
 
-std::string raw_frame(const std::string& payload) { return header(static_cast<std::uint32_t>(payload.size())) + payload; }
+std::string raw_frame(const std::string& payload) {
+  return header(static_cast<std::uint32_t>(payload.size())) + payload;
+}
 
 }  // namespace
 
@@ -37,7 +40,8 @@ TEST_CASE("encode_frame refuses what a peer would refuse", "[proto][frame]") {
   CHECK(encode_frame(big, 200));
 }
 
-TEST_CASE("every truncated prefix of a recorded exchange decodes cleanly", "[proto][frame][truncation]") {
+TEST_CASE("every truncated prefix of a recorded exchange decodes cleanly",
+          "[proto][frame][truncation]") {
   const auto frames = recorded_exchange();
   const auto rec = record(frames);
   for (std::size_t prefix = 0; prefix <= rec.bytes.size(); ++prefix) {
@@ -64,7 +68,8 @@ TEST_CASE("every truncated prefix of a recorded exchange decodes cleanly", "[pro
   }
 }
 
-TEST_CASE("an oversized length is frame_too_large from the header alone", "[proto][frame][limits]") {
+TEST_CASE("an oversized length is frame_too_large from the header alone",
+          "[proto][frame][limits]") {
   FrameDecoder decoder(1024);
   decoder.feed(header(1025).substr(0, 3));
   auto waiting = decoder.next();
@@ -91,9 +96,17 @@ TEST_CASE("an oversized length is frame_too_large from the header alone", "[prot
 }
 
 TEST_CASE("malformed payloads are malformed_frame", "[proto][frame][malformed]") {
-  const std::string payloads[] = {"{",       "not json",  "[1,2,3]",        "\"hello\"",  "42",
-                                  "null",    "{}",        R"({"type":1})",  R"({"type":null})",
-                                  R"({"type":"status"} {"type":"ls"})", std::string("{\"type\":\"a\0\"}", 15),
+  const std::string payloads[] = {"{",
+                                  "not json",
+                                  "[1,2,3]",
+                                  "\"hello\"",
+                                  "42",
+                                  "null",
+                                  "{}",
+                                  R"({"type":1})",
+                                  R"({"type":null})",
+                                  R"({"type":"status"} {"type":"ls"})",
+                                  std::string("{\"type\":\"a\0\"}", 15),
                                   "{\"type\":\"\xff\xfe\"}"};
   for (const auto& payload : payloads) {
     INFO(json(payload).dump(-1, ' ', false, json::error_handler_t::replace));

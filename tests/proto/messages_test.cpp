@@ -29,7 +29,9 @@ std::vector<GoldenCase> golden_cases() {
   fetch.version = 1;
   fetch.torch_version = "2.15";
   fetch.backend = "cpu";
-  fetch.env = {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}, {"DIFFUSERS_DISABLE_REMOTE_CODE", ""}, {"HF_HUB_OFFLINE", ""}};
+  fetch.env = {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"},
+               {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
+               {"HF_HUB_OFFLINE", ""}};
 
   FetchRequest prefetch;
   prefetch.prefetch = true;
@@ -38,44 +40,58 @@ std::vector<GoldenCase> golden_cases() {
   prefetch.revision = "main";
   prefetch.variant = kVariant;
 
-  Fetched fetched{7, "kernels-community/relu", kCommit, {kVariant}, true,
+  Fetched fetched{7,
+                  "kernels-community/relu",
+                  kCommit,
+                  {kVariant},
+                  true,
                   "/var/cache/kernelhub/kernels--kernels-community--relu/snapshots/" + kCommit,
                   {{"build/" + kVariant + "/_relu.abi3.so", 104857600, kSha, 0},
                    {"build/" + kVariant + "/__init__.py", 0, kEmptySha, 1}}};
 
-  LsReply ls{3, nlohmann::json::array({{{"repo", "kernels-community/relu"},
-                                        {"path", "/var/cache/kernelhub/kernels--kernels-community--relu"},
-                                        {"size_bytes", 104857600},
-                                        {"revisions", {{{"commit", kCommit},
-                                                        {"refs", {"v1"}},
-                                                        {"variants", {kVariant}},
-                                                        {"size_bytes", 104857600}}}}}})};
+  LsReply ls{
+      3, nlohmann::json::array({{{"repo", "kernels-community/relu"},
+                                 {"path", "/var/cache/kernelhub/kernels--kernels-community--relu"},
+                                 {"size_bytes", 104857600},
+                                 {"revisions",
+                                  {{{"commit", kCommit},
+                                    {"refs", {"v1"}},
+                                    {"variants", {kVariant}},
+                                    {"size_bytes", 104857600}}}}}})};
 
   return {
-      {"hello_client", Sender::client, Hello{1, {"fds", "progress"}, "kernelhub/0.1.0", std::nullopt}},
-      {"hello_daemon", Sender::daemon, Hello{1, {"fds", "progress"}, std::nullopt, "kernelhubd/0.1.0"}},
+      {"hello_client", Sender::client,
+       Hello{1, {"fds", "progress"}, "kernelhub/0.1.0", std::nullopt}},
+      {"hello_daemon", Sender::daemon,
+       Hello{1, {"fds", "progress"}, std::nullopt, "kernelhubd/0.1.0"}},
       {"fetch", Sender::client, fetch},
       {"prefetch", Sender::client, prefetch},
-      {"progress", Sender::daemon, Progress{7, "build/" + kVariant + "/_relu.abi3.so", 1048576, 104857600, 1, 4}},
+      {"progress", Sender::daemon,
+       Progress{7, "build/" + kVariant + "/_relu.abi3.so", 1048576, 104857600, 1, 4}},
       {"fetched", Sender::daemon, fetched},
       {"status_request", Sender::client, StatusRequest{2}},
       {"status_reply", Sender::daemon,
-       StatusReply{2, "kernelhubd/0.1.0", 4242, 12.5, "/var/cache/kernelhub", 1, Counters{10, 7, 3, 104857600, 9, 1, 4, 1}}},
+       StatusReply{2, "kernelhubd/0.1.0", 4242, 12.5, "/var/cache/kernelhub", 1,
+                   Counters{10, 7, 3, 104857600, 9, 1, 4, 1}}},
       {"ls_request", Sender::client, LsRequest{3}},
       {"ls_reply", Sender::daemon, ls},
       {"verify_request", Sender::client, VerifyRequest{4, "kernels-community/relu"}},
-      {"verified", Sender::daemon, VerifyReply{4, 12, {{"kernels-community/relu", kSha, "sha256 mismatch"}}}},
+      {"verified", Sender::daemon,
+       VerifyReply{4, 12, {{"kernels-community/relu", kSha, "sha256 mismatch"}}}},
       {"gc_request", Sender::client, GcRequest{5}},
       {"gc_reply", Sender::daemon, GcReply{5, 1, 3, 2048}},
       {"error", Sender::daemon,
-       ErrorReply{7, "untrusted_publisher", "publisher 'SageAttention' is not trusted: not in the admin allow-list"}},
-      {"error_no_id", Sender::daemon, ErrorReply{std::nullopt, "malformed_frame", "frame payload is not valid JSON"}},
+       ErrorReply{7, "untrusted_publisher",
+                  "publisher 'SageAttention' is not trusted: not in the admin allow-list"}},
+      {"error_no_id", Sender::daemon,
+       ErrorReply{std::nullopt, "malformed_frame", "frame payload is not valid JSON"}},
   };
 }
 
 }  // namespace
 
-TEST_CASE("every golden frame parses to its typed message and serialises back exactly", "[proto][golden]") {
+TEST_CASE("every golden frame parses to its typed message and serialises back exactly",
+          "[proto][golden]") {
   for (const auto& c : golden_cases()) {
     INFO("golden " << c.name);
     const auto golden = load_golden(c.name);
@@ -125,7 +141,8 @@ TEST_CASE("every error code survives to_string and error_code_from_string", "[pr
   CHECK(unknown.message.find("future_code") != std::string::npos);
 }
 
-TEST_CASE("negotiate settles on the lower version and the shared capabilities", "[proto][handshake]") {
+TEST_CASE("negotiate settles on the lower version and the shared capabilities",
+          "[proto][handshake]") {
   const std::vector<std::string> daemon_caps{"progress", "fds"};
   SECTION("same version, client order kept, duplicates and unknowns dropped") {
     auto n = negotiate(Hello{1, {"fds", "zstd", "progress", "fds"}, "c", {}}, 1, 1, daemon_caps);

@@ -20,11 +20,14 @@ Error parse_error(const json& frame, Sender sender) {
   return parsed.error();
 }
 
-bool mentions(const Error& e, const std::string& text) { return e.message.find(text) != std::string::npos; }
+bool mentions(const Error& e, const std::string& text) {
+  return e.message.find(text) != std::string::npos;
+}
 
 }  // namespace
 
-TEST_CASE("wrong member types are invalid_request naming the member and the id", "[proto][strict]") {
+TEST_CASE("wrong member types are invalid_request naming the member and the id",
+          "[proto][strict]") {
   struct Case {
     const char* golden;
     Sender sender;
@@ -44,7 +47,8 @@ TEST_CASE("wrong member types are invalid_request naming the member and the id",
       {"hello_client", Sender::client, "protocol", 1.5},
       {"progress", Sender::daemon, "bytes_done", -5},
       {"fetched", Sender::daemon, "files", json::object()},
-      {"fetched", Sender::daemon, "files", json::array({json{{"path", "a"}, {"size", 1}, {"sha256", "x"}, {"fd", 250}}})},
+      {"fetched", Sender::daemon, "files",
+       json::array({json{{"path", "a"}, {"size", 1}, {"sha256", "x"}, {"fd", 250}}})},
       {"fetched", Sender::daemon, "from_cache", 1},
       {"status_reply", Sender::daemon, "counters", json{{"requests", "many"}}},
       {"status_reply", Sender::daemon, "uptime_s", "12"},
@@ -62,23 +66,27 @@ TEST_CASE("wrong member types are invalid_request naming the member and the id",
     CHECK(e.code == ErrorCode::invalid_request);
     CHECK(mentions(e, frame["type"].get<std::string>()));
     CHECK(mentions(e, c.member));
-    if (frame.contains("id")) CHECK(mentions(e, "(id " + std::to_string(frame["id"].get<std::uint64_t>()) + ")"));
+    if (frame.contains("id"))
+      CHECK(mentions(e, "(id " + std::to_string(frame["id"].get<std::uint64_t>()) + ")"));
   }
 }
 
 TEST_CASE("missing required members are invalid_request", "[proto][strict]") {
   const std::pair<const char*, Sender> goldens[] = {
-      {"hello_client", Sender::client}, {"fetch", Sender::client},     {"progress", Sender::daemon},
-      {"fetched", Sender::daemon},      {"status_request", Sender::client}, {"status_reply", Sender::daemon},
-      {"ls_reply", Sender::daemon},     {"verified", Sender::daemon},  {"gc_reply", Sender::daemon},
-      {"error", Sender::daemon}};
-  const std::set<std::string> optional_members = {"type",    "client",        "daemon",  "variant", "all_variants",
-                                                  "torch_version", "backend", "env",     "revision"};
+      {"hello_client", Sender::client},   {"fetch", Sender::client},
+      {"progress", Sender::daemon},       {"fetched", Sender::daemon},
+      {"status_request", Sender::client}, {"status_reply", Sender::daemon},
+      {"ls_reply", Sender::daemon},       {"verified", Sender::daemon},
+      {"gc_reply", Sender::daemon},       {"error", Sender::daemon}};
+  const std::set<std::string> optional_members = {"type",    "client",       "daemon",
+                                                  "variant", "all_variants", "torch_version",
+                                                  "backend", "env",          "revision"};
   int checked = 0;
   for (const auto& [name, sender] : goldens) {
     const auto golden = load_golden(name);
     for (const auto& [member, value] : golden.items()) {
-      if (optional_members.count(member) || (std::string(name) == "error" && member == "id")) continue;
+      if (optional_members.count(member) || (std::string(name) == "error" && member == "id"))
+        continue;
       auto frame = golden;
       frame.erase(member);
       INFO(name << " without " << member);
@@ -116,11 +124,13 @@ TEST_CASE("unknown types are unknown_request and keep the id", "[proto][strict]"
   CHECK(parse_error(load_golden("error"), Sender::client).code == ErrorCode::unknown_request);
   // Nor can a daemon send requests.
   CHECK(parse_error(load_golden("fetch"), Sender::daemon).code == ErrorCode::unknown_request);
-  CHECK(parse_error(load_golden("verify_request"), Sender::daemon).code == ErrorCode::unknown_request);
+  CHECK(parse_error(load_golden("verify_request"), Sender::daemon).code ==
+        ErrorCode::unknown_request);
 }
 
 TEST_CASE("frames without an object and a string type are malformed_frame", "[proto][strict]") {
-  for (const json& frame : {json::array(), json(3), json{{"id", 1}}, json{{"type", 1}}, json{{"type", nullptr}}}) {
+  for (const json& frame :
+       {json::array(), json(3), json{{"id", 1}}, json{{"type", 1}}, json{{"type", nullptr}}}) {
     INFO(frame.dump());
     CHECK(parse_error(frame, Sender::client).code == ErrorCode::malformed_frame);
     CHECK_FALSE(parse_message(frame));

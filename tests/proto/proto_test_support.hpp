@@ -22,8 +22,8 @@ inline nlohmann::json load_golden(const std::string& name) {
 // One fetch as it goes over the wire: hello both ways, fetch, progress, fetched, status
 // both ways, and an error reply for an unknown request.
 inline std::vector<nlohmann::json> recorded_exchange() {
-  return {load_golden("hello_client"), load_golden("hello_daemon"),   load_golden("fetch"),
-          load_golden("progress"),     load_golden("fetched"),        load_golden("status_request"),
+  return {load_golden("hello_client"), load_golden("hello_daemon"), load_golden("fetch"),
+          load_golden("progress"),     load_golden("fetched"),      load_golden("status_request"),
           load_golden("status_reply"), load_golden("error")};
 }
 

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -44,7 +44,8 @@ void write_all(int fd, std::string_view bytes) {
 
 std::size_t open_fd_count() {
   std::size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+    ++n;
   return n;
 }
 
@@ -56,7 +57,8 @@ ino_t inode_of(int fd) {
 
 }  // namespace
 
-TEST_CASE("every truncated prefix over a socket gives frames then EOF or truncated_frame", "[proto][transport][truncation]") {
+TEST_CASE("every truncated prefix over a socket gives frames then EOF or truncated_frame",
+          "[proto][transport][truncation]") {
   const auto frames = recorded_exchange();
   const auto rec = record(frames);
   for (std::size_t prefix = 0; prefix <= rec.bytes.size(); ++prefix) {
@@ -85,7 +87,8 @@ TEST_CASE("every truncated prefix over a socket gives frames then EOF or truncat
   }
 }
 
-TEST_CASE("an oversized header is refused without reading the payload", "[proto][transport][limits]") {
+TEST_CASE("an oversized header is refused without reading the payload",
+          "[proto][transport][limits]") {
   SocketPair pair;
   const std::string payload = "PAYLOAD-NOT-READ";
   write_all(pair.a.get(), std::string("\x00\x10\x00\x01", 4) + payload);  // 1 MiB + 1
@@ -182,7 +185,8 @@ TEST_CASE("fds of a frame refused as malformed do not leak", "[proto][transport]
   CHECK(open_fd_count() == before);
 }
 
-TEST_CASE("read times out when no whole frame arrives, and resumes later", "[proto][transport][timeout]") {
+TEST_CASE("read times out when no whole frame arrives, and resumes later",
+          "[proto][transport][timeout]") {
   SocketPair pair;
   const auto frame = *encode_frame(load_golden("status_request"));
   write_all(pair.a.get(), frame.substr(0, 6));
@@ -204,13 +208,15 @@ TEST_CASE("sending to a closed peer is a network error, not SIGPIPE", "[proto][t
   REQUIRE_FALSE(sent);
   CHECK(sent.error().code == ErrorCode::network);
   const std::vector<int> too_many(kMaxFdsPerFrame + 1, 0);
-  CHECK(send_frame(pair.a.get(), load_golden("fetched"), too_many).error().code == ErrorCode::invalid_argument);
+  CHECK(send_frame(pair.a.get(), load_golden("fetched"), too_many).error().code ==
+        ErrorCode::invalid_argument);
 }
 
 TEST_CASE("large frames cross the socket whole", "[proto][transport]") {
   SocketPair pair;
   json big{{"type", "ls"}, {"id", 1}, {"repos", json::array()}};
-  for (int i = 0; i < 5000; ++i) big["repos"].push_back({{"repo", "org/r" + std::to_string(i)}, {"pad", std::string(100, 'p')}});
+  for (int i = 0; i < 5000; ++i)
+    big["repos"].push_back({{"repo", "org/r" + std::to_string(i)}, {"pad", std::string(100, 'p')}});
   std::thread writer([&] { REQUIRE(send_frame(pair.a.get(), big)); });
   FrameReader reader(pair.b.get());
   auto got = reader.read(std::chrono::seconds(10));

@@ -27,7 +27,8 @@ struct Download {
   std::string body;
 };
 
-Download download(ServerFixture& fx, const std::string& path, const httplib::Headers& headers = {}) {
+Download download(ServerFixture& fx, const std::string& path,
+                  const httplib::Headers& headers = {}) {
   auto c = fx.client();
   Download d;
   auto res = c.Get(path.c_str(), headers, [&](const char* data, std::size_t n) {
@@ -72,7 +73,8 @@ TEST_CASE("corrupt fault flips one byte and keeps the length", "[server][faults]
   CHECK(differing == 1);
 }
 
-TEST_CASE("fail_status answers 429 with Retry-After and RateLimit, then recovers", "[server][faults]") {
+TEST_CASE("fail_status answers 429 with Retry-After and RateLimit, then recovers",
+          "[server][faults]") {
   ServerFixture fx;
   FaultPlan plan;
   plan.fail_status = 429;

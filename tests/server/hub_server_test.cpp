@@ -35,16 +35,21 @@ TEST_CASE("refs lists branches, tags and an empty converts", "[server]") {
   const json refs = get_json(c, kApi + "/refs");
   CHECK(refs["converts"] == json::array());
   REQUIRE(refs["branches"].size() == 2);
-  CHECK(refs["branches"][1] == json{{"name", "v1"}, {"ref", "refs/heads/v1"}, {"targetCommit", fx.commit}});
+  CHECK(refs["branches"][1] ==
+        json{{"name", "v1"}, {"ref", "refs/heads/v1"}, {"targetCommit", fx.commit}});
   CHECK_FALSE(refs.contains("pullRequests"));
   CHECK(get_json(c, kApi + "/refs?include_prs=1")["pullRequests"] == json::array());
-  CHECK(refs["tags"] == json::array({{{"name", "v1.0.0"}, {"ref", "refs/tags/v1.0.0"}, {"targetCommit", fx.commit}}}));
+  CHECK(refs["tags"] ==
+        json::array(
+            {{{"name", "v1.0.0"}, {"ref", "refs/tags/v1.0.0"}, {"targetCommit", fx.commit}}}));
 }
 
-TEST_CASE("revision info by branch, tag, sha and default main, siblings only for models", "[server]") {
+TEST_CASE("revision info by branch, tag, sha and default main, siblings only for models",
+          "[server]") {
   ServerFixture fx;
   auto c = fx.client();
-  for (const std::string& rev : std::vector<std::string>{"v1", "v1.0.0", fx.commit, "refs%2Fheads%2Fv1"}) {
+  for (const std::string& rev :
+       std::vector<std::string>{"v1", "v1.0.0", fx.commit, "refs%2Fheads%2Fv1"}) {
     const json info = get_json(c, kApi + "/revision/" + rev);
     CHECK(info["sha"] == fx.commit);
     CHECK(info["id"] == "kernels-community/demo-kernel");
@@ -77,10 +82,11 @@ TEST_CASE("tree pagination follows absolute Link headers to the full listing", "
     next = path_of(link.substr(1, link.find('>') - 1), fx.host());
   }
   CHECK(pages == 5);  // 9 entries: 4 directories + 5 files
-  CHECK(paths == std::vector<std::string>{"README.md", "build", "build/torch-cpu", "build/torch-cpu/demo",
-                                          "build/torch-cpu/demo/__init__.py", "build/torch-cpu/demo/_ops.so",
-                                          "build/torch-cpu/demo/sub", "build/torch-cpu/demo/sub/deep.txt",
-                                          "build/torch-cpu/weights.dat"});
+  CHECK(paths ==
+        std::vector<std::string>{"README.md", "build", "build/torch-cpu", "build/torch-cpu/demo",
+                                 "build/torch-cpu/demo/__init__.py", "build/torch-cpu/demo/_ops.so",
+                                 "build/torch-cpu/demo/sub", "build/torch-cpu/demo/sub/deep.txt",
+                                 "build/torch-cpu/weights.dat"});
 }
 
 TEST_CASE("tree entries carry oid, size and lfs, paths may be %2F-encoded", "[server]") {
@@ -89,8 +95,10 @@ TEST_CASE("tree entries carry oid, size and lfs, paths may be %2F-encoded", "[se
   const json entries = get_json(c, kApi + "/tree/main/build%2Ftorch-cpu%2Fdemo");
   REQUIRE(entries.size() == 3);
   const std::string py = testing::read_file(fx.source / "build/torch-cpu/demo/__init__.py");
-  CHECK(entries[0] == json{{"type", "file"}, {"path", "build/torch-cpu/demo/__init__.py"},
-                           {"oid", trust::git_blob_sha1_hex(py)}, {"size", py.size()}});
+  CHECK(entries[0] == json{{"type", "file"},
+                           {"path", "build/torch-cpu/demo/__init__.py"},
+                           {"oid", trust::git_blob_sha1_hex(py)},
+                           {"size", py.size()}});
   const std::string so = testing::read_file(fx.source / "build/torch-cpu/demo/_ops.so");
   CHECK(entries[1]["lfs"]["oid"] == trust::sha256_hex(so));
   CHECK(entries[1]["lfs"]["size"] == so.size());
@@ -108,14 +116,16 @@ TEST_CASE("paths-info accepts JSON and form bodies and omits unknown paths", "[s
   ServerFixture fx;
   auto c = fx.client();
   const std::string url = kApi + "/paths-info/v1";
-  auto as_json = c.Post(url.c_str(), json{{"paths", {"README.md", "nope", "build"}}}.dump(), "application/json");
+  auto as_json = c.Post(url.c_str(), json{{"paths", {"README.md", "nope", "build"}}}.dump(),
+                        "application/json");
   REQUIRE(as_json);
   REQUIRE(as_json->status == 200);
   const json a = json::parse(as_json->body);
   REQUIRE(a.size() == 2);
   CHECK(a[0]["path"] == "README.md");
   CHECK(a[1]["type"] == "directory");
-  httplib::Params form{{"paths", "README.md"}, {"paths", "build/torch-cpu/weights.dat"}, {"expand", "false"}};
+  httplib::Params form{
+      {"paths", "README.md"}, {"paths", "build/torch-cpu/weights.dat"}, {"expand", "false"}};
   auto as_form = c.Post(url.c_str(), form);
   REQUIRE(as_form);
   const json b = json::parse(as_form->body);
@@ -135,7 +145,8 @@ TEST_CASE("HEAD on a regular file: 200, git-sha1 ETag, X-Repo-Commit, Content-Le
   REQUIRE(git.exit_code == 0);
   CHECK(res->get_header_value("ETag") == "\"" + git.out.substr(0, 40) + "\"");
   CHECK(res->get_header_value("X-Repo-Commit") == fx.commit);
-  CHECK(res->get_header_value("Content-Length") == std::to_string(std::filesystem::file_size(file)));
+  CHECK(res->get_header_value("Content-Length") ==
+        std::to_string(std::filesystem::file_size(file)));
   CHECK(res->get_header_value("Accept-Ranges") == "bytes");
   CHECK_FALSE(res->has_header("Content-Encoding"));
   auto body = c.Get((kResolve + fx.commit + "/build/torch-cpu/demo/__init__.py").c_str());
@@ -143,7 +154,8 @@ TEST_CASE("HEAD on a regular file: 200, git-sha1 ETag, X-Repo-Commit, Content-Le
   CHECK(body->body == testing::read_file(file));
 }
 
-TEST_CASE("HEAD on an LFS file: 302 to our LFS URL with X-Linked-Etag and X-Linked-Size", "[server]") {
+TEST_CASE("HEAD on an LFS file: 302 to our LFS URL with X-Linked-Etag and X-Linked-Size",
+          "[server]") {
   ServerFixture fx;
   auto c = fx.client();
   const std::string bytes = testing::read_file(fx.source / "build/torch-cpu/weights.dat");
@@ -163,7 +175,8 @@ TEST_CASE("HEAD on an LFS file: 302 to our LFS URL with X-Linked-Etag and X-Link
   // huggingface_hub >= 2 follows same-host redirects and reads the metadata from the target.
   CHECK(lfs->get_header_value("X-Repo-Commit") == fx.commit);
   CHECK(lfs->get_header_value("Content-Length") == std::to_string(bytes.size()));
-  auto forged = c.Get((path_of(location, fx.host()) + "x").c_str());  // path no longer names this object
+  auto forged =
+      c.Get((path_of(location, fx.host()) + "x").c_str());  // path no longer names this object
   REQUIRE(forged);
   CHECK(forged->status == 404);
   // The model-type path serves the same repo.
@@ -182,7 +195,8 @@ TEST_CASE("Range requests get 206 with the right slice, and 416 past the end", "
   auto part = c.Get(lfs_path.c_str(), {{"Range", "bytes=1000-1999"}});
   REQUIRE(part);
   CHECK(part->status == 206);
-  CHECK(part->get_header_value("Content-Range") == "bytes 1000-1999/" + std::to_string(bytes.size()));
+  CHECK(part->get_header_value("Content-Range") ==
+        "bytes 1000-1999/" + std::to_string(bytes.size()));
   CHECK(part->body == bytes.substr(1000, 1000));
   auto tail = c.Get(lfs_path.c_str(), {{"Range", "bytes=2000000-"}});
   REQUIRE(tail);
@@ -249,7 +263,8 @@ TEST_CASE("test endpoints exist only when enabled", "[server]") {
   const json records = get_json(c, "/_kernelhub/requests");
   REQUIRE(records.size() == 1);
   CHECK(records[0] == json{{"method", "GET"}, {"path", kApi + "/refs"}, {"status", 200}});
-  auto set = c.Post("/_kernelhub/faults", R"({"fail_status":503,"fail_count":1})", "application/json");
+  auto set =
+      c.Post("/_kernelhub/faults", R"({"fail_status":503,"fail_count":1})", "application/json");
   REQUIRE(set);
   CHECK(set->status == 200);
   auto failed = c.Get((kApi + "/refs").c_str());

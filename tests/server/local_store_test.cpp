@@ -17,7 +17,8 @@ TEST_CASE("publish snapshots the source tree with Hub oids and LFS flags", "[sto
   std::vector<std::string> paths;
   for (const auto& [path, file] : commit->files) paths.push_back(path);
   CHECK(paths == std::vector<std::string>{"README.md", "build/torch-cpu/demo/__init__.py",
-                                          "build/torch-cpu/demo/_ops.so", "build/torch-cpu/demo/sub/deep.txt",
+                                          "build/torch-cpu/demo/_ops.so",
+                                          "build/torch-cpu/demo/sub/deep.txt",
                                           "build/torch-cpu/weights.dat"});  // no __pycache__ / .pyc
   for (const auto& [path, file] : commit->files) {
     const std::string bytes = testing::read_file(fx.source / path);
@@ -27,15 +28,16 @@ TEST_CASE("publish snapshots the source tree with Hub oids and LFS flags", "[sto
     CHECK(testing::read_file(store.object_path(kTestRepo, file.sha256)) == bytes);
   }
   CHECK_FALSE(commit->files.at("build/torch-cpu/demo/__init__.py").lfs);
-  CHECK(commit->files.at("build/torch-cpu/demo/_ops.so").lfs);       // by extension
-  CHECK(commit->files.at("build/torch-cpu/weights.dat").lfs);        // by size (2 MiB)
+  CHECK(commit->files.at("build/torch-cpu/demo/_ops.so").lfs);  // by extension
+  CHECK(commit->files.at("build/torch-cpu/weights.dat").lfs);   // by size (2 MiB)
   CHECK_FALSE(commit->parent.has_value());
   CHECK(commit->message == "test build");
 }
 
 TEST_CASE("commit id is the sha1 of the stored canonical commit JSON", "[store]") {
   testing::StoreFixture fx;
-  const auto text = testing::read_file(fx.store / kTestRepo.org / kTestRepo.name / "commits" / (fx.commit + ".json"));
+  const auto text = testing::read_file(fx.store / kTestRepo.org / kTestRepo.name / "commits" /
+                                       (fx.commit + ".json"));
   trust::Sha1 sha1;
   sha1.update(text);
   CHECK(sha1.final_hex() == fx.commit);
@@ -57,9 +59,11 @@ TEST_CASE("resolve accepts branch, tag, sha and refs/ forms and types its errors
   CHECK(*store.resolve(kTestRepo, fx.commit) == fx.commit);
   CHECK(store.resolve(kTestRepo, "v2").error().code == ErrorCode::revision_not_found);
   CHECK(store.resolve(kTestRepo, "refs/tags/v1").error().code == ErrorCode::revision_not_found);
-  CHECK(store.resolve(kTestRepo, std::string(40, 'a')).error().code == ErrorCode::revision_not_found);
+  CHECK(store.resolve(kTestRepo, std::string(40, 'a')).error().code ==
+        ErrorCode::revision_not_found);
   CHECK(store.resolve(kTestRepo, "../../etc").error().code == ErrorCode::revision_not_found);
-  CHECK(store.resolve({"kernels-community", "missing"}, "main").error().code == ErrorCode::repo_not_found);
+  CHECK(store.resolve({"kernels-community", "missing"}, "main").error().code ==
+        ErrorCode::repo_not_found);
 }
 
 TEST_CASE("a second publish moves the branch and keeps the old commit reachable", "[store]") {
@@ -115,13 +119,15 @@ TEST_CASE("list_tree lists children, recursive trees and refuses unknown folders
   CHECK(paths(*top) == std::vector<std::string>{"f:README.md", "d:build"});
   auto build = list_tree(*commit, "build/torch-cpu", false);
   REQUIRE(build);
-  CHECK(paths(*build) == std::vector<std::string>{"d:build/torch-cpu/demo", "f:build/torch-cpu/weights.dat"});
+  CHECK(paths(*build) ==
+        std::vector<std::string>{"d:build/torch-cpu/demo", "f:build/torch-cpu/weights.dat"});
   auto all = list_tree(*commit, "build", true);
   REQUIRE(all);
-  CHECK(paths(*all) == std::vector<std::string>{"d:build/torch-cpu", "d:build/torch-cpu/demo",
-                                                "f:build/torch-cpu/demo/__init__.py", "f:build/torch-cpu/demo/_ops.so",
-                                                "d:build/torch-cpu/demo/sub", "f:build/torch-cpu/demo/sub/deep.txt",
-                                                "f:build/torch-cpu/weights.dat"});
+  CHECK(paths(*all) == std::vector<std::string>{
+                           "d:build/torch-cpu", "d:build/torch-cpu/demo",
+                           "f:build/torch-cpu/demo/__init__.py", "f:build/torch-cpu/demo/_ops.so",
+                           "d:build/torch-cpu/demo/sub", "f:build/torch-cpu/demo/sub/deep.txt",
+                           "f:build/torch-cpu/weights.dat"});
   CHECK(list_tree(*commit, "nope", false).error().code == ErrorCode::entry_not_found);
   CHECK(list_tree(*commit, "README.md", false).error().code == ErrorCode::entry_not_found);
 }

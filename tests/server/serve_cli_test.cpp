@@ -14,17 +14,17 @@ TEST_CASE("kernelhub publish prints the commit and kernelhub serve serves it", "
   testing::TempDir tmp;
   testing::make_source_tree(tmp.path() / "src");
   const auto store = tmp.path() / "store";
-  auto published = testing::run_command({kBin, "publish", "--root", store.string(), "--repo", "org-a/kern", "--branch",
-                                         "v1", "--tag", "v1.0.0", "--message", "first",
-                                         (tmp.path() / "src").string()});
+  auto published = testing::run_command({kBin, "publish", "--root", store.string(), "--repo",
+                                         "org-a/kern", "--branch", "v1", "--tag", "v1.0.0",
+                                         "--message", "first", (tmp.path() / "src").string()});
   INFO(published.err);
   REQUIRE(published.exit_code == 0);
   const std::string commit = published.out.substr(0, published.out.find('\n'));
   REQUIRE(commit.size() == 40);
 
   const auto port_file = tmp.path() / "port";
-  testing::BackgroundProcess serve({kBin, "serve", "--root", store.string(), "--port", "0", "--port-file",
-                                    port_file.string()});
+  testing::BackgroundProcess serve(
+      {kBin, "serve", "--root", store.string(), "--port", "0", "--port-file", port_file.string()});
   const int port = std::stoi(testing::wait_for_file(port_file));
   REQUIRE(port > 0);
   httplib::Client c("127.0.0.1", port);
@@ -41,8 +41,9 @@ TEST_CASE("kernelhub publish prints the commit and kernelhub serve serves it", "
 TEST_CASE("kernelhub serve stops cleanly on SIGTERM", "[server][cli]") {
   testing::TempDir tmp;
   const auto port_file = tmp.path() / "port";
-  const std::string script = "\"" + kBin + "\" serve --root \"" + tmp.path().string() + "\" --port 0 --port-file \"" +
-                             port_file.string() + "\" & pid=$!; while [ ! -s \"" + port_file.string() +
+  const std::string script = "\"" + kBin + "\" serve --root \"" + tmp.path().string() +
+                             "\" --port 0 --port-file \"" + port_file.string() +
+                             "\" & pid=$!; while [ ! -s \"" + port_file.string() +
                              "\" ]; do sleep 0.05; done; kill -TERM $pid; wait $pid";
   auto result = testing::run_command({"/bin/sh", "-c", script}, {}, std::chrono::seconds(30));
   CHECK(result.exit_code == 0);
@@ -52,8 +53,9 @@ TEST_CASE("kernelhub publish exits non-zero with one line on a hostile tree", "[
   testing::TempDir tmp;
   testing::make_source_tree(tmp.path() / "src");
   fs::create_symlink("/etc/passwd", tmp.path() / "src" / "passwd");
-  auto r = testing::run_command({kBin, "publish", "--root", (tmp.path() / "store").string(), "--repo", "org-a/kern",
-                                 "--branch", "main", (tmp.path() / "src").string()});
+  auto r =
+      testing::run_command({kBin, "publish", "--root", (tmp.path() / "store").string(), "--repo",
+                            "org-a/kern", "--branch", "main", (tmp.path() / "src").string()});
   CHECK(r.exit_code != 0);
   CHECK(r.out.empty());
   CHECK(r.err.find("symbolic link") != std::string::npos);

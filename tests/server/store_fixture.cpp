@@ -21,12 +21,15 @@ void write_file(const std::filesystem::path& path, const std::string& content) {
 void make_source_tree(const std::filesystem::path& dir) {
   const auto v = dir / "build/torch-cpu";
   write_file(v / "demo/__init__.py", "from ._ops import ops\n");
-  std::string so = "\x7f" "ELF";
+  std::string so =
+      "\x7f"
+      "ELF";
   for (int i = 0; i < 500; ++i) so.push_back(static_cast<char>(i * 7));
   write_file(v / "demo/_ops.so", so);
   write_file(v / "demo/sub/deep.txt", "deep\n");
   std::string big(2 * 1024 * 1024, '\0');
-  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 131 + i / 977) & 0xff);
+  for (std::size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<char>((i * 131 + i / 977) & 0xff);
   write_file(v / "weights.dat", big);
   write_file(dir / "README.md", "# demo kernel\n");
   write_file(v / "demo/__pycache__/x.cpython-311.pyc", "junk");

@@ -37,8 +37,8 @@ std::vector<std::string> merged_environment(const EnvOverrides& overrides) {
   return out;
 }
 
-int spawn(const std::vector<std::string>& argv, const EnvOverrides& env, const std::string& out_path,
-          const std::string& err_path) {
+int spawn(const std::vector<std::string>& argv, const EnvOverrides& env,
+          const std::string& out_path, const std::string& err_path) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -50,8 +50,10 @@ int spawn(const std::vector<std::string>& argv, const EnvOverrides& env, const s
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
@@ -91,7 +93,8 @@ CommandResult run_command(const std::vector<std::string>& argv, const EnvOverrid
   return result;
 }
 
-BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const EnvOverrides& env) {
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv,
+                                     const EnvOverrides& env) {
   pid_ = spawn(argv, env, "/dev/null", "/dev/null");
 }
 

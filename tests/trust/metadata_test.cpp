@@ -44,7 +44,8 @@ TEST_CASE("metadata.json fields are parsed and unknown fields ignored", "[trust]
   CHECK(md->file_digests.at("__init__.py") == b64_sha256("init"));
 }
 
-TEST_CASE("old metadata.json with only python-depends parses with every field empty", "[trust][metadata]") {
+TEST_CASE("old metadata.json with only python-depends parses with every field empty",
+          "[trust][metadata]") {
   auto md = parse_kernel_metadata(R"({"python-depends": ["einops"]})");
   REQUIRE(md);
   CHECK_FALSE(md->id);
@@ -62,7 +63,8 @@ TEST_CASE("malformed or oversized metadata.json is refused", "[trust][metadata]"
       {R"({"id":5})", ErrorCode::malformed_response},
       {R"({"digest":{"files":{}}})", ErrorCode::malformed_response},
       {R"({"digest":{"algorithm":"sha256","files":{"a":1}}})", ErrorCode::malformed_response},
-      {R"({"digest":{"algorithm":"sha256","files":{"../../x.so":"AAAA"}}})", ErrorCode::unsafe_path},
+      {R"({"digest":{"algorithm":"sha256","files":{"../../x.so":"AAAA"}}})",
+       ErrorCode::unsafe_path},
       {"{\"x\":\"" + std::string(kMaxMetadataBytes, 'a') + "\"}", ErrorCode::too_large},
   };
   for (const auto& [text, code] : cases) {

@@ -20,7 +20,8 @@ TEST_CASE("without a [daemon] table everyone may connect", "[trust][peer]") {
 
 TEST_CASE("allow_users and allow_groups take names and numeric ids", "[trust][peer]") {
   // root and its group exist on every Linux system.
-  auto policy = parse_policy("[daemon]\nallow_users = [\"root\", 1000]\nallow_groups = [\"root\", 2000]\n");
+  auto policy =
+      parse_policy("[daemon]\nallow_users = [\"root\", 1000]\nallow_groups = [\"root\", 2000]\n");
   REQUIRE(policy);
   CHECK(*policy->allow_users == std::set<uid_t>{0, 1000});
   CHECK(*policy->allow_groups == std::set<gid_t>{0, 2000});

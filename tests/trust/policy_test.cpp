@@ -11,14 +11,15 @@ using namespace kernelhub::trust;
 namespace {
 
 // nullopt = variable unset.
-const std::vector<std::optional<std::string>> kValues{std::nullopt, "1",     "true", "YES",
-                                                      "on",         "0",     "false", "garbage"};
+const std::vector<std::optional<std::string>> kValues{std::nullopt, "1", "true",  "YES",
+                                                      "on",         "0", "false", "garbage"};
 
 bool expected_truthy(const std::optional<std::string>& v) {
   return v && (*v == "1" || *v == "true" || *v == "YES" || *v == "on");
 }
 
-Environment env_with(const std::optional<std::string>& trust, const std::optional<std::string>& disable) {
+Environment env_with(const std::optional<std::string>& trust,
+                     const std::optional<std::string>& disable) {
   Environment env;
   if (trust) env.set("DIFFUSERS_TRUST_REMOTE_KERNELS", *trust);
   if (disable) env.set("DIFFUSERS_DISABLE_REMOTE_CODE", *disable);
@@ -27,7 +28,8 @@ Environment env_with(const std::optional<std::string>& trust, const std::optiona
 
 }  // namespace
 
-TEST_CASE("decide_trust follows the rule in every cell of org x TRUST x DISABLE", "[trust][policy]") {
+TEST_CASE("decide_trust follows the rule in every cell of org x TRUST x DISABLE",
+          "[trust][policy]") {
   const AdminPolicy policy;
   int cells = 0;
   for (const std::string org : {"kernels-community", "SageAttention", "some-user"}) {
@@ -35,8 +37,10 @@ TEST_CASE("decide_trust follows the rule in every cell of org x TRUST x DISABLE"
       for (const auto& disable : kValues) {
         const auto env = TrustEnvironment::from(env_with(trust, disable));
         const auto decision = decide_trust(policy, org, env);
-        INFO("org=" << org << " TRUST=" << trust.value_or("<unset>") << " DISABLE=" << disable.value_or("<unset>"));
-        const bool want = !expected_truthy(disable) && (org == "kernels-community" || expected_truthy(trust));
+        INFO("org=" << org << " TRUST=" << trust.value_or("<unset>")
+                    << " DISABLE=" << disable.value_or("<unset>"));
+        const bool want =
+            !expected_truthy(disable) && (org == "kernels-community" || expected_truthy(trust));
         CHECK(decision.allowed == want);
         if (!decision.allowed) {
           CHECK(decision.reason.find("'" + org + "'") != std::string::npos);
@@ -58,12 +62,15 @@ TEST_CASE("decide_trust follows the rule in every cell of org x TRUST x DISABLE"
 TEST_CASE("refusal messages say exactly what to set", "[trust][policy]") {
   const auto refused = decide_trust(AdminPolicy{}, "SageAttention", TrustEnvironment{false, false});
   CHECK(refused.reason ==
-        "publisher 'SageAttention' is not trusted: set DIFFUSERS_TRUST_REMOTE_KERNELS=1 to allow kernels from "
+        "publisher 'SageAttention' is not trusted: set DIFFUSERS_TRUST_REMOTE_KERNELS=1 to allow "
+        "kernels from "
         "publishers other than kernels-community");
-  const auto disabled = decide_trust(AdminPolicy{}, "kernels-community", TrustEnvironment{true, true});
-  CHECK(disabled.reason ==
-        "remote kernels are disabled by DIFFUSERS_DISABLE_REMOTE_CODE: unset it to load kernels from "
-        "'kernels-community'");
+  const auto disabled =
+      decide_trust(AdminPolicy{}, "kernels-community", TrustEnvironment{true, true});
+  CHECK(
+      disabled.reason ==
+      "remote kernels are disabled by DIFFUSERS_DISABLE_REMOTE_CODE: unset it to load kernels from "
+      "'kernels-community'");
 }
 
 TEST_CASE("org names match exactly, so a different spelling is not trusted", "[trust][policy]") {

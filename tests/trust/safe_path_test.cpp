@@ -42,9 +42,11 @@ TEST_CASE("hostile repo paths are refused with unsafe_path", "[trust][safe_path]
 }
 
 TEST_CASE("ordinary kernel paths are accepted unchanged", "[trust][safe_path]") {
-  for (const std::string& path : std::vector<std::string>{"build/torch211-cxx11-cu130-x86_64-linux/__init__.py", "build/torch-universal/relu/_ops.py",
-        "metadata.json", "README.md", ".gitattributes", "build/v/_relu_cpu_30dc0ae.abi3.so", "a/..b/c..",
-        "100%/x", std::string(255, 'a'), "build/a%20b"}) {
+  for (const std::string& path :
+       std::vector<std::string>{"build/torch211-cxx11-cu130-x86_64-linux/__init__.py",
+                                "build/torch-universal/relu/_ops.py", "metadata.json", "README.md",
+                                ".gitattributes", "build/v/_relu_cpu_30dc0ae.abi3.so", "a/..b/c..",
+                                "100%/x", std::string(255, 'a'), "build/a%20b"}) {
     INFO(path);
     auto r = validate_repo_path(path);
     REQUIRE(r);
