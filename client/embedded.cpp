@@ -1,5 +1,7 @@
 #include "client/embedded.hpp"
 
+#include "cache/cache_json.hpp"
+
 #include "cache/maintenance.hpp"
 #include "client/handout.hpp"
 #include "hub/http.hpp"
@@ -37,13 +39,10 @@ Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request,
   auto result = fetcher.fetch(request, progress);
   if (!result) return fail(result.error());
 
-  FetchedKernel kernel{result->repo,
-                       result->commit,
-                       result->variants,
-                       result->snapshot_path,
+  FetchedKernel kernel{result->repo,         result->commit,
+                       result->variants,     result->snapshot_path,
                        result->from_cache,
-                       /*via_daemon=*/false,
-                       {}};
+                       /*via_daemon=*/false, {}};
   if (hand_out) {
     auto files = open_fetched_files(cache_, *result);
     if (!files) return fail(files.error());
@@ -59,28 +58,10 @@ Result<nlohmann::json> EmbeddedBackend::status() const {
   return nlohmann::json{{"mode", "embedded"}, {"cache_root", cache_.root().string()}};
 }
 
-nlohmann::json repos_to_json(const std::vector<cache::CachedRepo>& repos) {
-  auto list = nlohmann::json::array();
-  for (const auto& repo : repos) {
-    auto revisions = nlohmann::json::array();
-    for (const auto& rev : repo.revisions) {
-      revisions.push_back({{"commit", rev.commit},
-                           {"refs", rev.refs},
-                           {"variants", rev.variants},
-                           {"size_bytes", rev.size_bytes}});
-    }
-    list.push_back({{"repo", repo.repo.str()},
-                    {"path", repo.path.string()},
-                    {"size_bytes", repo.size_bytes},
-                    {"revisions", std::move(revisions)}});
-  }
-  return list;
-}
-
 Result<nlohmann::json> EmbeddedBackend::ls() const {
   auto repos = cache_.list();
   if (!repos) return fail(repos.error());
-  return nlohmann::json{{"repos", repos_to_json(*repos)}};
+  return nlohmann::json{{"repos", cache::cached_repos_json(*repos)}};
 }
 
 Result<nlohmann::json> EmbeddedBackend::verify(const std::optional<trust::RepoId>& repo) const {

@@ -36,7 +36,5 @@ class EmbeddedBackend {
   std::optional<std::filesystem::path> policy_file_;
 };
 
-// The `ls` reply's repos array (docs/protocol.md), shared with the daemon's wire format.
-nlohmann::json repos_to_json(const std::vector<cache::CachedRepo>& repos);
 
 }  // namespace kernelhub::client

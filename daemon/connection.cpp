@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "cache/cache_json.hpp"
 #include "daemon/host_checks.hpp"
 #include "proto/transport.hpp"
 
@@ -19,24 +20,6 @@ const std::vector<std::string> kCapabilities{std::string(proto::kCapabilityFds),
 
 bool has(const std::vector<std::string>& caps, std::string_view cap) {
   return std::find(caps.begin(), caps.end(), cap) != caps.end();
-}
-
-nlohmann::json ls_json(const std::vector<cache::CachedRepo>& repos) {
-  auto out = nlohmann::json::array();
-  for (const auto& repo : repos) {
-    auto revisions = nlohmann::json::array();
-    for (const auto& rev : repo.revisions) {
-      revisions.push_back({{"commit", rev.commit},
-                           {"refs", rev.refs},
-                           {"variants", rev.variants},
-                           {"size_bytes", rev.size_bytes}});
-    }
-    out.push_back({{"repo", repo.repo.str()},
-                   {"path", repo.path.string()},
-                   {"size_bytes", repo.size_bytes},
-                   {"revisions", std::move(revisions)}});
-  }
-  return out;
 }
 
 class Session {
@@ -99,7 +82,7 @@ class Session {
   bool on(const proto::LsRequest& request) {
     auto repos = cache::KernelCache(ctx_.cache_root).list();
     if (!repos) return error(repos.error(), request.id);
-    return reply(proto::to_json(proto::LsReply{request.id, ls_json(*repos)}));
+    return reply(proto::to_json(proto::LsReply{request.id, cache::cached_repos_json(*repos)}));
   }
 
   bool on(const proto::VerifyRequest& request) {

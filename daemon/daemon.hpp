@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "proto/messages.hpp"
 #include "trust/environment.hpp"
 #include "trust/result.hpp"
 
@@ -27,16 +28,8 @@ struct DaemonOptions {
   trust::Environment env;                   // HF_ENDPOINT, HF_TOKEN, HF_HUB_* for the Hub
 };
 
-struct DaemonCounters {
-  std::uint64_t requests = 0;
-  std::uint64_t hits = 0;
-  std::uint64_t misses = 0;
-  std::uint64_t bytes_downloaded = 0;
-  std::uint64_t upstream_requests = 0;
-  std::uint64_t errors = 0;
-  std::uint64_t connections = 0;
-  std::uint64_t active_connections = 0;
-};
+// The counters `status` reports (docs/protocol.md).
+using DaemonCounters = proto::Counters;
 
 class Daemon {
  public:
