@@ -18,43 +18,16 @@
 
 #include "trust/digest.hpp"
 
-extern char** environ;  // NOLINT(readability-redundant-declaration)
-
 namespace kernelhub::testing {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> environment_with(const EnvOverrides& overrides) {
-  std::map<std::string, std::string> vars;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string kv(*entry);
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [key, value] : overrides) {
-    if (value.empty())
-      vars.erase(key);
-    else
-      vars[key] = value;
-  }
-  std::vector<std::string> out;
-  for (const auto& [key, value] : vars) out.push_back(key + "=" + value);
-  return out;
-}
-
 std::string hash_file(const fs::path& path, bool git_sha1) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (git_sha1) {
-    trust::GitBlobSha1 h(bytes.size());
-    h.update(bytes);
-    return h.final_hex();
-  }
-  trust::Sha256 h;
-  h.update(bytes);
-  return h.final_hex();
+  auto digest = git_sha1 ? trust::git_blob_sha1_file_hex(path) : trust::sha256_file_hex(path);
+  if (!digest) throw std::runtime_error(digest.error().message);
+  return *digest;
 }
 
 }  // namespace

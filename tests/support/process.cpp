@@ -17,32 +17,12 @@ extern char** environ;  // NOLINT(readability-redundant-declaration)
 namespace kernelhub::testing {
 namespace {
 
-std::vector<std::string> merged_environment(const EnvOverrides& overrides) {
-  std::map<std::string, std::string> vars;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string kv(*entry);
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [key, value] : overrides) {
-    if (value.empty()) {
-      vars.erase(key);
-    } else {
-      vars[key] = value;
-    }
-  }
-  std::vector<std::string> out;
-  out.reserve(vars.size());
-  for (const auto& [key, value] : vars) out.push_back(key + "=" + value);
-  return out;
-}
-
 int spawn(const std::vector<std::string>& argv, const EnvOverrides& env,
           const std::string& out_path, const std::string& err_path) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const auto env_strings = merged_environment(env);
+  const auto env_strings = environment_with(env);
   std::vector<char*> envp;
   for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
@@ -69,6 +49,26 @@ std::string slurp(const std::filesystem::path& path) {
 }
 
 }  // namespace
+
+std::vector<std::string> environment_with(const EnvOverrides& overrides) {
+  std::map<std::string, std::string> vars;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string kv(*entry);
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [key, value] : overrides) {
+    if (value.empty()) {
+      vars.erase(key);
+    } else {
+      vars[key] = value;
+    }
+  }
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& [key, value] : vars) out.push_back(key + "=" + value);
+  return out;
+}
 
 CommandResult run_command(const std::vector<std::string>& argv, const EnvOverrides& env,
                           std::chrono::seconds timeout) {

@@ -18,6 +18,9 @@ struct CommandResult {
 
 using EnvOverrides = std::map<std::string, std::string>;  // value "" removes the variable
 
+// The process environment with `env` applied, as KEY=VALUE strings for execve/posix_spawn.
+std::vector<std::string> environment_with(const EnvOverrides& env);
+
 // Runs argv[0] (a path) with the process environment plus `env`, waits for it.
 CommandResult run_command(const std::vector<std::string>& argv, const EnvOverrides& env = {},
                           std::chrono::seconds timeout = std::chrono::seconds(120));
