@@ -16,7 +16,7 @@ DEB_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git binutils curl ca-certificates
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libarchive-dev libspdlog-dev
   libcli11-dev catch2 libcpp-httplib-dev libtomlplusplus-dev libsystemd-dev systemd strace
-  python3 python3-venv python3-dev
+  python3 python3-venv python3-dev clang libclang-rt-14-dev util-linux
 )
 
 missing=()
