@@ -53,7 +53,10 @@ int main(int argc, char** argv) {
   options.socket = socket;
   options.require_daemon = true;
   options.pipelined_handshake = true;  // what a one-shot fetch uses
-  const kernelhub::hub::FetchRequest request{*repo, version, std::nullopt, variant};
+  kernelhub::hub::FetchRequest request;
+  request.repo = *repo;
+  request.version = version;
+  request.variant = variant;
 
   std::vector<std::vector<double>> latencies(static_cast<std::size_t>(clients));
   std::atomic<std::uint64_t> errors{0};

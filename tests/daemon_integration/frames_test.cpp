@@ -95,7 +95,7 @@ TEST_CASE(
     expect_error_then_close(c, "malformed_frame");
   }
   SECTION("end of stream inside the header or inside the payload") {
-    for (const std::string bytes : {header(40).substr(0, 2), header(40) + "{\"type\":\"sta"}) {
+    for (const std::string& bytes : {header(40).substr(0, 2), header(40) + "{\"type\":\"sta"}) {
       WireClient c(ws.socket);
       c.hello();
       c.send_raw(bytes);

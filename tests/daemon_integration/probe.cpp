@@ -58,7 +58,10 @@ int fetch(const std::string& socket, const std::string& repo, int version,
   }
   auto id = kernelhub::trust::RepoId::parse(repo);
   if (!id) return 2;
-  kernelhub::hub::FetchRequest request{*id, version, std::nullopt, variant};
+  kernelhub::hub::FetchRequest request;
+  request.repo = *id;
+  request.version = version;
+  request.variant = variant;
   auto got = client->fetch(request);
   if (!got) {
     std::cout << json{{"ok", false},
