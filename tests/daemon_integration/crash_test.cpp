@@ -142,17 +142,8 @@ TEST_CASE("kill -9 of the daemon mid-download leaves no partial object and the n
     DaemonProcess daemon(ws.config());
     WireClient client(ws.socket);
     client.hello();
-    client.send({{"type", "fetch"},
-                 {"id", 1},
-                 {"repo", kRelu},
-                 {"version", 1},
-                 {"variant", kVariant},
-                 {"env", json::object()}});
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (ws.hub.count("GET", ".so") == 0 && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    REQUIRE(ws.hub.count("GET", ".so") >= 1);
+    client.send_fetch(kRelu, 1);
+    REQUIRE(wait_for_upstream_get(ws.hub, ".so"));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     daemon.child().signal(SIGKILL);
     REQUIRE(daemon.child().wait(std::chrono::seconds(5)));

@@ -33,21 +33,12 @@ std::string hash_file(const fs::path& path, bool git_sha1) {
 }  // namespace
 
 Child::Child(const std::vector<std::string>& argv, const EnvOverrides& env, const fs::path& log) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const auto env_strings = environment_with(env);
-  std::vector<char*> envp;
-  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  const int rc = posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot spawn " + argv[0] + ": " + std::strerror(rc));
+  SpawnActions actions;
+  posix_spawn_file_actions_addopen(actions.get(), 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(actions.get(), 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                   0644);
+  posix_spawn_file_actions_adddup2(actions.get(), 1, 2);
+  pid_ = spawn_process(argv, env, actions);
 }
 
 Child::~Child() {
@@ -191,13 +182,19 @@ std::optional<proto::ReceivedFrame> WireClient::read(std::chrono::milliseconds t
   return std::move(**frame);
 }
 
-proto::ReceivedFrame WireClient::fetch(const std::string& repo, int version, const json& env,
-                                       const json& extra) {
+std::uint64_t WireClient::send_fetch(const std::string& repo, int version, const json& env,
+                                     const json& extra) {
   const auto id = next_id_++;
   json request{{"type", "fetch"},     {"id", id},  {"repo", repo}, {"version", version},
                {"variant", kVariant}, {"env", env}};
   for (const auto& [k, v] : extra.items()) request[k] = v;
   send(request);
+  return id;
+}
+
+proto::ReceivedFrame WireClient::fetch(const std::string& repo, int version, const json& env,
+                                       const json& extra) {
+  send_fetch(repo, version, env, extra);
   for (;;) {
     auto frame = read(std::chrono::seconds(60));
     if (!frame) throw std::runtime_error("daemon closed the connection during fetch");
@@ -205,6 +202,15 @@ proto::ReceivedFrame WireClient::fetch(const std::string& repo, int version, con
     if (type == "progress") continue;
     return std::move(*frame);
   }
+}
+
+bool wait_for_upstream_get(const FixtureHub& hub, const std::string& part) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (hub.count("GET", part) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 json WireClient::status() {

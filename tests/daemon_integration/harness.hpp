@@ -94,6 +94,10 @@ class WireClient {
   // The next frame; nullopt on a clean close; throws on timeout.
   std::optional<proto::ReceivedFrame> read(
       std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Sends fetch of kVariant (plus `extra` members) without waiting; returns its id.
+  std::uint64_t send_fetch(const std::string& repo, int version,
+                           const nlohmann::json& env = nlohmann::json::object(),
+                           const nlohmann::json& extra = nlohmann::json::object());
   // Sends fetch (plus `extra` members) and returns its final frame (fetched or error).
   proto::ReceivedFrame fetch(const std::string& repo, int version,
                              const nlohmann::json& env = nlohmann::json::object(),
@@ -107,6 +111,10 @@ class WireClient {
   std::optional<proto::FrameReader> reader_;
   std::uint64_t next_id_ = 1;
 };
+
+// Waits (up to 10 s) until the Hub has seen a GET whose path contains `part`: an upstream
+// download is under way. Returns whether it happened.
+bool wait_for_upstream_get(const FixtureHub& hub, const std::string& part);
 
 // The daemon's pid as its status reply says (under a wrapper it differs from the child's).
 pid_t daemon_pid(const std::filesystem::path& socket);

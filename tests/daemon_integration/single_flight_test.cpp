@@ -98,26 +98,12 @@ TEST_CASE("a client that hangs up mid-fetch does not stop the download for other
 
   WireClient quitter(ws.socket);
   quitter.hello();
-  quitter.send({{"type", "fetch"},
-                {"id", 1},
-                {"repo", kRelu},
-                {"version", 1},
-                {"variant", kVariant},
-                {"env", json::object()}});
+  quitter.send_fetch(kRelu, 1);
   WireClient stayer(ws.socket);
   stayer.hello();
-  stayer.send({{"type", "fetch"},
-               {"id", 1},
-               {"repo", kRelu},
-               {"version", 1},
-               {"variant", kVariant},
-               {"env", json::object()}});
+  stayer.send_fetch(kRelu, 1);
   // Wait until the download is under way, then the first client goes away.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (ws.hub.count("GET", ".so") == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  REQUIRE(ws.hub.count("GET", ".so") >= 1);
+  REQUIRE(wait_for_upstream_get(ws.hub, ".so"));
   quitter.close();
 
   std::optional<kernelhub::proto::ReceivedFrame> final;

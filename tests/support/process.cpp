@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -19,26 +20,13 @@ namespace {
 
 int spawn(const std::vector<std::string>& argv, const EnvOverrides& env,
           const std::string& out_path, const std::string& err_path) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const auto env_strings = environment_with(env);
-  std::vector<char*> envp;
-  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+  SpawnActions actions;
+  posix_spawn_file_actions_addopen(actions.get(), 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(actions.get(), 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+  posix_spawn_file_actions_addopen(actions.get(), 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("posix_spawn failed for " + argv[0]);
-  return pid;
+  return spawn_process(argv, env, actions);
 }
 
 std::string slurp(const std::filesystem::path& path) {
@@ -68,6 +56,21 @@ std::vector<std::string> environment_with(const EnvOverrides& overrides) {
   out.reserve(vars.size());
   for (const auto& [key, value] : vars) out.push_back(key + "=" + value);
   return out;
+}
+
+int spawn_process(const std::vector<std::string>& argv, const EnvOverrides& env,
+                  const SpawnActions& actions) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const auto env_strings = environment_with(env);
+  std::vector<char*> envp;
+  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], actions.get(), nullptr, args.data(), envp.data());
+  if (rc != 0) throw std::runtime_error("cannot spawn " + argv[0] + ": " + std::strerror(rc));
+  return pid;
 }
 
 CommandResult run_command(const std::vector<std::string>& argv, const EnvOverrides& env,

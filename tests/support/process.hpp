@@ -2,6 +2,8 @@
 // captured output, or a background server that is killed when the handle goes away.
 #pragma once
 
+#include <spawn.h>
+
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -20,6 +22,25 @@ using EnvOverrides = std::map<std::string, std::string>;  // value "" removes th
 
 // The process environment with `env` applied, as KEY=VALUE strings for execve/posix_spawn.
 std::vector<std::string> environment_with(const EnvOverrides& env);
+
+// posix_spawn file actions (the child's stdin/stdout/stderr), destroyed with the object.
+class SpawnActions {
+ public:
+  SpawnActions() { posix_spawn_file_actions_init(&raw_); }
+  SpawnActions(const SpawnActions&) = delete;
+  SpawnActions& operator=(const SpawnActions&) = delete;
+  ~SpawnActions() { posix_spawn_file_actions_destroy(&raw_); }
+  posix_spawn_file_actions_t* get() { return &raw_; }
+  const posix_spawn_file_actions_t* get() const { return &raw_; }
+
+ private:
+  posix_spawn_file_actions_t raw_{};
+};
+
+// posix_spawnp(argv) with environment_with(env) and `actions`; throws on failure. Returns
+// the child's pid.
+int spawn_process(const std::vector<std::string>& argv, const EnvOverrides& env,
+                  const SpawnActions& actions);
 
 // Runs argv[0] (a path) with the process environment plus `env`, waits for it.
 CommandResult run_command(const std::vector<std::string>& argv, const EnvOverrides& env = {},
