@@ -68,6 +68,16 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "permission_denied";
     case ErrorCode::shutting_down:
       return "shutting_down";
+    case ErrorCode::unsafe_kernel:
+      return "unsafe_kernel";
+    case ErrorCode::missing_dependency:
+      return "missing_dependency";
+    case ErrorCode::incompatible_kernel:
+      return "incompatible_kernel";
+    case ErrorCode::load_failed:
+      return "load_failed";
+    case ErrorCode::op_not_found:
+      return "op_not_found";
     case ErrorCode::internal:
       return "internal";
   }

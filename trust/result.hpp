@@ -45,6 +45,12 @@ enum class ErrorCode {
   invalid_request,       // known `type`, members missing or of the wrong type
   permission_denied,     // peer uid/gid not allowed by the admin policy
   shutting_down,         // daemon is stopping and takes no new work
+  // loader/: verify-then-dlopen of kernel shared objects.
+  unsafe_kernel,         // writable by others, not a regular file, Python data symbols
+  missing_dependency,    // a DT_NEEDED library that cannot be resolved
+  incompatible_kernel,   // variant built for another torch / arch / device
+  load_failed,           // dlopen itself failed
+  op_not_found,          // no such operator in the kernel's namespace
   internal,
 };
 
