@@ -1,0 +1,38 @@
+// Calling flash-attention kernels through their published op schemas
+// (research/kernel-artifacts.md §3): FA2 `fwd` / `varlen_fwd` and FA3 `fwd` (batch or
+// varlen). Shared by the hub backends (flash_hub, ...) and the local library backends
+// (flash, _flash_3, ...): the ops are the same, only where the kernel comes from differs.
+// The Python wrappers' argument handling (default scale, head-dim padding, contiguity,
+// packing for varlen) is redone here because a C++ process has no Python wrappers.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "client/attention/backend.hpp"
+#include <memory>
+#include <string>
+
+#include "client/attention/lazy_op.hpp"
+#include "loader/kernel_ops.hpp"
+
+namespace kernelhub::attention::detail {
+
+// flash_attn_func: q (B,Sq,H,D), k/v (B,Skv,Hkv,D) through FA2 `fwd`.
+at::Tensor flash2_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs);
+
+// flash_attn_varlen_func over the key-padding mask (valid keys at any positions) through
+// FA2 `varlen_fwd`; without a mask every sequence is full length.
+at::Tensor flash2_varlen_forward(const loader::KernelOp& varlen_fwd, const AttentionInputs& inputs);
+
+// FA3 `fwd`, batch layout, or packed with cu_seqlens when `varlen`.
+at::Tensor flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs, bool varlen);
+
+// The softmax scale the kernels get: options.scale, else 1/sqrt(head_dim).
+double softmax_scale(const AttentionInputs& inputs);
+
+// Table entries for the flash-attention families; `varlen` picks varlen_fwd / cu_seqlens
+// and honours key-padding masks. The op must be FA2 `fwd`/`varlen_fwd` or FA3 `fwd`.
+Backend make_flash2_backend(std::string name, std::shared_ptr<LazyOp> op, bool varlen);
+Backend make_flash3_backend(std::string name, std::shared_ptr<LazyOp> op, bool varlen);
+
+}  // namespace kernelhub::attention::detail

@@ -1,0 +1,242 @@
+#include "client/attention/kernel_provider.hpp"
+
+#include <charconv>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "client/client.hpp"
+#include "hub/fetcher.hpp"
+#include "kernelhub/attention_dispatch.hpp"
+#include "trust/repo_id.hpp"
+
+namespace kernelhub::attention::detail {
+namespace {
+
+std::mutex g_environment_mutex;
+std::optional<trust::Environment> g_environment;
+
+bool is_refusal(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::untrusted_publisher:
+    case ErrorCode::remote_code_disabled:
+    case ErrorCode::hash_mismatch:
+    case ErrorCode::size_mismatch:
+    case ErrorCode::unsafe_kernel:
+    case ErrorCode::unsafe_path:
+    case ErrorCode::permission_denied:
+      return true;
+    default:
+      return false;
+  }
+}
+
+[[noreturn]] void raise(const Error& error, const std::string& context, const std::string& fix) {
+  std::string message = context + ": " + error.message;
+  if (!fix.empty()) message += " " + fix;
+  if (is_refusal(error.code)) throw KernelRefused(message);
+  throw BackendUnavailable(message);
+}
+
+// The fix that goes with a failed hub fetch or load, in the user's terms.
+std::string hub_fix(const HubKernelSpec& spec, ErrorCode code) {
+  const std::string backend(spec.backend);
+  const std::string repo(spec.repo);
+  switch (code) {
+    case ErrorCode::untrusted_publisher:
+      return "Backend '" + backend + "' loads `" + repo +
+             "`, which is not published by a trusted kernel publisher on the Hub, so loading it "
+             "downloads and executes remote code. Set `DIFFUSERS_TRUST_REMOTE_KERNELS=true` to "
+             "allow it.";
+    case ErrorCode::remote_code_disabled:
+      return "Remote kernels are disabled by DIFFUSERS_DISABLE_REMOTE_CODE; unset it, point "
+             "LOCAL_KERNELS=" + repo + "=<path> at a local build, or use a native backend.";
+    case ErrorCode::offline_not_cached:
+    case ErrorCode::network:
+    case ErrorCode::timeout:
+      return "Prefetch it while online: `kernelhub download " + repo + " --version " +
+             std::to_string(spec.version) + "`.";
+    case ErrorCode::no_matching_variant:
+    case ErrorCode::incompatible_kernel:
+      return "No build of " + repo + " fits this process; use a native backend or a matching "
+             "libtorch.";
+    default:
+      return {};
+  }
+}
+
+client::Client& shared_client() {
+  // One connection (or one embedded pipeline) for the process: kernelhubd is per host, and
+  // a kept connection saves the handshake on every later activation.
+  static std::optional<client::Client> client;
+  if (!client) {
+    auto opened = client::Client::open(process_environment());
+    if (!opened) raise(opened.error(), "cannot reach kernelhubd or the kernel cache", "");
+    client.emplace(std::move(*opened));
+  }
+  return *client;
+}
+
+// Select the build for the libtorch and device of this process. Overrides rather than an
+// exact Platform: they travel to kernelhubd too (arch and OS are the host's either way).
+hub::PlatformOverrides fetch_platform(const loader::Runtime& runtime) {
+  hub::PlatformOverrides overrides;
+  overrides.torch_version =
+      std::to_string(runtime.torch_major) + "." + std::to_string(runtime.torch_minor);
+  overrides.backend = "cpu";
+  if (runtime.cuda) {
+    std::string digits;
+    for (char c : *runtime.cuda) {
+      if (c != '.') digits += c;
+    }
+    overrides.backend = "cu" + digits;
+  }
+  return overrides;
+}
+
+// The handed-out files of the chosen variant, relative to build/<variant>/.
+loader::KernelSource to_source(client::FetchedKernel&& fetched) {
+  loader::KernelSource source;
+  source.repo = fetched.repo.str();
+  source.variant = fetched.variants.empty() ? std::string() : fetched.variants.front();
+  const std::string prefix = "build/" + source.variant + "/";
+  for (auto& file : fetched.files) {
+    if (file.path.rfind(prefix, 0) != 0) continue;
+    source.files.push_back({file.path.substr(prefix.size()), file.sha256, std::move(file.fd)});
+  }
+  return source;
+}
+
+std::shared_ptr<const loader::LoadedKernel> load_local(std::string_view backend,
+                                                       std::string_view key,
+                                                       const std::string& path) {
+  const std::string context = std::string(backend) + ": local kernel " + std::string(key) + " at " + path;
+  auto source = loader::open_local_kernel(path, "local:" + path, loader::current_runtime());
+  if (!source) raise(source.error(), context, "Check the LOCAL_KERNELS entry.");
+  auto loaded = loader::load_kernel(std::move(*source));
+  if (!loaded) raise(loaded.error(), context, "");
+  return *loaded;
+}
+
+}  // namespace
+
+const trust::Environment& process_environment() {
+  std::lock_guard lock(g_environment_mutex);
+  if (!g_environment) g_environment = trust::Environment::from_process();
+  return *g_environment;
+}
+
+void reload_process_environment() {
+  std::lock_guard lock(g_environment_mutex);
+  g_environment = trust::Environment::from_process();
+}
+
+std::map<std::string, std::string, std::less<>> parse_local_kernels(std::string_view value) {
+  std::map<std::string, std::string, std::less<>> entries;
+  while (!value.empty()) {
+    const auto colon = value.find(':');
+    const std::string_view entry = value.substr(0, colon);
+    value = colon == std::string_view::npos ? std::string_view() : value.substr(colon + 1);
+    if (entry.empty()) continue;
+    const auto equals = entry.find('=');
+    if (equals == std::string_view::npos || equals == 0 || equals + 1 == entry.size()) {
+      throw BackendUnavailable("LOCAL_KERNELS entry '" + std::string(entry) +
+                               "' is not of the form key=path (entries are separated by ':').");
+    }
+    entries.emplace(std::string(entry.substr(0, equals)), std::string(entry.substr(equals + 1)));
+  }
+  return entries;
+}
+
+bool version_at_least(std::string_view have, std::string_view need) {
+  // Split into numeric release parts and a pre-release flag; a pre-release of a release
+  // sorts before it, which is all the pins here need.
+  struct Parsed {
+    std::vector<long> release;
+    bool pre = false;
+  };
+  auto parse = [](std::string_view text) {
+    Parsed parsed;
+    while (!text.empty()) {
+      long number = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+      if (ec != std::errc()) break;
+      parsed.release.push_back(number);
+      text.remove_prefix(static_cast<std::size_t>(end - text.data()));
+      if (text.empty()) break;
+      if (text.front() != '.') {
+        parsed.pre = text.front() == 'a' || text.front() == 'b' || text.front() == 'r';
+        break;
+      }
+      text.remove_prefix(1);
+    }
+    return parsed;
+  };
+  Parsed a = parse(have);
+  Parsed b = parse(need);
+  const std::size_t n = std::max(a.release.size(), b.release.size());
+  a.release.resize(n, 0);
+  b.release.resize(n, 0);
+  if (a.release != b.release) return a.release > b.release;
+  return !a.pre || b.pre;
+}
+
+std::shared_ptr<const loader::LoadedKernel> provide_hub_kernel(const HubKernelSpec& spec) {
+  const auto& env = process_environment();
+  const auto locals = parse_local_kernels(env.get("LOCAL_KERNELS").value_or(""));
+  if (auto local = locals.find(spec.repo); local != locals.end()) {
+    return load_local(spec.backend, spec.repo, local->second);
+  }
+
+  const std::string context = std::string(spec.backend) + ": cannot use " +
+                              std::string(spec.repo) + " v" + std::to_string(spec.version);
+  auto repo = trust::RepoId::parse(spec.repo);
+  if (!repo) raise(repo.error(), context, "");
+  hub::FetchRequest request;
+  request.repo = *repo;
+  request.version = spec.version;
+  request.platform = fetch_platform(loader::current_runtime());
+
+  static std::mutex fetch_mutex;  // the shared client carries one request at a time
+  std::lock_guard lock(fetch_mutex);
+  auto fetched = shared_client().fetch(request);
+  if (!fetched) raise(fetched.error(), context, hub_fix(spec, fetched.error().code));
+  auto loaded = loader::load_kernel(to_source(std::move(*fetched)));
+  if (!loaded) raise(loaded.error(), context, hub_fix(spec, loaded.error().code));
+  return *loaded;
+}
+
+std::shared_ptr<const loader::LoadedKernel> provide_local_library(const LibrarySpec& spec) {
+  const auto& env = process_environment();
+  const auto locals = parse_local_kernels(env.get("LOCAL_KERNELS").value_or(""));
+  const auto local = locals.find(spec.library);
+  const std::string install = "Please install `" + std::string(spec.requirement) +
+                              "`: point LOCAL_KERNELS=" + std::string(spec.library) +
+                              "=<path> at a kernel-builder build of it.";
+  if (local == locals.end()) {
+    throw BackendUnavailable("Backend '" + std::string(spec.backend) +
+                             "' is not usable because of missing package or the version is too "
+                             "old: no " + std::string(spec.library) + " in LOCAL_KERNELS. " + install);
+  }
+  const std::string context = std::string(spec.backend) + ": " + std::string(spec.library) +
+                              " at " + local->second;
+  auto source = loader::open_local_kernel(local->second, "local:" + local->second,
+                                          loader::current_runtime());
+  if (!source) raise(source.error(), context, install);
+  if (!spec.min_version.empty()) {
+    auto metadata = loader::read_metadata(*source);
+    if (!metadata) raise(metadata.error(), context, install);
+    const std::string have = metadata->version.value_or("unknown");
+    if (!metadata->version || !version_at_least(have, spec.min_version)) {
+      throw BackendUnavailable("Backend '" + std::string(spec.backend) +
+                               "' is not usable because the version is too old: " + context +
+                               " is version " + have + ", it needs " +
+                               std::string(spec.requirement) + ". " + install);
+    }
+  }
+  auto loaded = loader::load_kernel(std::move(*source));
+  if (!loaded) raise(loaded.error(), context, "");
+  return *loaded;
+}
+
+}  // namespace kernelhub::attention::detail
