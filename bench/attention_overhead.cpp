@@ -1,0 +1,68 @@
+// Dispatch overhead of kernelhub::attention::dispatch_attention over calling ATen SDPA
+// directly on the same (B,S,H,D) tensors, on tiny CPU shapes where the bookkeeping shows.
+// Prints one JSON object; bench/attention_bench.py compares it with Diffusers in the same run.
+//   kh_attention_overhead [iterations] [rounds]
+#include <kernelhub/attention_dispatch.hpp>
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/scaled_dot_product_attention.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+template <typename F>
+double ns_per_call(F&& call, int iterations) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) call();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  return std::chrono::duration<double, std::nano>(elapsed).count() / iterations;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int iterations = argc > 1 ? std::atoi(argv[1]) : 20000;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
+  at::set_num_threads(1);  // one core, like the Python side: overhead, not parallelism
+  const auto q = at::randn({1, 8, 2, 16});
+  const auto k = at::randn({1, 8, 2, 16});
+  const auto v = at::randn({1, 8, 2, 16});
+
+  auto direct = [&] {
+    return at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        .transpose(1, 2);
+  };
+  auto dispatched = [&] { return kernelhub::attention::dispatch_attention(q, k, v); };
+
+  // Same answer first: the benchmark compares equal work.
+  if (!direct().allclose(dispatched(), 1e-6, 1e-6)) {
+    std::fprintf(stderr, "attention_overhead: dispatch_attention and SDPA disagree\n");
+    return 1;
+  }
+  for (int i = 0; i < 2000; ++i) {  // warm-up
+    direct();
+    dispatched();
+  }
+  std::vector<double> direct_ns;
+  std::vector<double> dispatch_ns;
+  for (int r = 0; r < rounds; ++r) {  // interleaved, so drift hits both alike
+    direct_ns.push_back(ns_per_call(direct, iterations));
+    dispatch_ns.push_back(ns_per_call(dispatched, iterations));
+  }
+  std::printf("{\"backend\": \"%s\", \"iterations\": %d, \"rounds\": %d, \"direct_ns\": %.1f, "
+              "\"dispatch_ns\": %.1f}\n",
+              kernelhub::attention::active_backend().c_str(), iterations, rounds,
+              median(direct_ns), median(dispatch_ns));
+  return 0;
+}

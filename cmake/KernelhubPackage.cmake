@@ -1,0 +1,45 @@
+# libkernelhub: the installable library apps link (the loader and the attention dispatcher,
+# with the client, fetch pipeline and cache they use), and the CMake package that finds it:
+#
+#   find_package(kernelhub CONFIG REQUIRED)
+#   target_link_libraries(app PRIVATE kernelhub::kernelhub)   # #include <kernelhub/attention.hpp>
+#
+# The static kh_* libraries are folded into one shared library; kh_attention whole, so every
+# public symbol is there whether or not the library itself uses it.
+include_guard(GLOBAL)
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+add_library(kernelhub_shared SHARED ${PROJECT_SOURCE_DIR}/cmake/kernelhub_version.cpp)
+set_target_properties(kernelhub_shared PROPERTIES
+  OUTPUT_NAME kernelhub
+  VERSION ${PROJECT_VERSION}
+  SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+  # The pyshim is installed beside it; torch's libraries come from the app's link line.
+  INSTALL_RPATH "$ORIGIN")
+target_compile_definitions(kernelhub_shared PRIVATE KERNELHUB_VERSION="${PROJECT_VERSION}")
+target_link_libraries(kernelhub_shared
+  PUBLIC kh::torch_cpu
+  PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,kh_attention>")
+# Nothing of the static libraries' dependencies may leak undefined into an app's link.
+target_link_options(kernelhub_shared PRIVATE -Wl,--no-undefined)
+
+install(TARGETS kernelhub_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/client/attention/include/kernelhub
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
+
+# The package config records where the torch of this build lives; an app may point
+# KERNELHUB_TORCH_DIR at another install of the same torch version.
+set(KERNELHUB_PACKAGE_TORCH_DIR "${KH_TORCH_DIR}")
+set(KERNELHUB_PACKAGE_TORCH_VERSION "${KH_TORCH_VERSION}")
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/kernelhubConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/package/kernelhubConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kernelhub
+  PATH_VARS CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_INCLUDEDIR)
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/package/kernelhubConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/package/kernelhubConfig.cmake
+              ${PROJECT_BINARY_DIR}/package/kernelhubConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kernelhub)
