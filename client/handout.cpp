@@ -1,51 +1,21 @@
 #include "client/handout.hpp"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
 
-#include "trust/safe_path.hpp"
+#include "trust/open_beneath.hpp"
 
 namespace kernelhub::client {
 namespace {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// Blob names are etags: one component, no separators, not a dot entry.
-bool is_plain_name(std::string_view name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos &&
-         name.find('\0') == std::string_view::npos && name.size() <= 255;
-}
-
 }  // namespace
-
-Result<UniqueFd> open_beneath(int dir_fd, std::string_view name) {
-  if (!is_plain_name(name)) {
-    return fail(ErrorCode::unsafe_path,
-                "refusing blob name '" + trust::sanitize_for_message(name) + "'");
-  }
-  const std::string component(name);
-  open_how how{};
-  how.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  int fd = static_cast<int>(::syscall(SYS_openat2, dir_fd, component.c_str(), &how, sizeof how));
-  // ENOSYS: kernel before 5.6; EPERM: a seccomp filter that does not know openat2.
-  if (fd < 0 && (errno == ENOSYS || errno == EPERM)) {
-    fd = ::openat(dir_fd, component.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-  }
-  if (fd < 0) {
-    const int err = errno;
-    const auto code = (err == ELOOP || err == EXDEV) ? ErrorCode::unsafe_path : ErrorCode::io;
-    return fail(code, "cannot open blob " + component + ": " + errno_text(err));
-  }
-  return UniqueFd(fd);
-}
 
 Result<void> check_handed_fd(int fd, std::uint64_t expected_size, std::string_view what) {
   struct stat st {};
@@ -87,6 +57,7 @@ Result<std::vector<HandedFile>> open_fetched_files(const cache::KernelCache& cac
       return fail(ErrorCode::unsafe_path,
                   link.string() + " points at " + blob + ", expected " + file.etag);
     }
+    // The blob is a single file name (filename() of the link): opened beneath blobs/.
     auto fd = open_beneath(blobs_fd.get(), blob);
     if (!fd) return fail(fd.error());
     KH_TRY(check_handed_fd(fd->get(), file.size, file.path));

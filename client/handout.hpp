@@ -14,11 +14,6 @@
 
 namespace kernelhub::client {
 
-// Opens the single path component `name` read-only beneath the directory `dir_fd` with
-// openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|...); where openat2 is unavailable, openat
-// with O_NOFOLLOW (enough for one component).
-Result<UniqueFd> open_beneath(int dir_fd, std::string_view name);
-
 // A handed-out fd must be a read-only open of a regular file of the manifest's size.
 Result<void> check_handed_fd(int fd, std::uint64_t expected_size, std::string_view what);
 

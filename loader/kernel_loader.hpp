@@ -54,6 +54,7 @@ struct Runtime {
   std::string arch;  // x86_64 | aarch64
   std::string os;    // linux
   std::optional<std::string> cuda;  // "13.2" when a CUDA runtime is loaded, else empty
+  bool cxx11_abi = true;            // _GLIBCXX_USE_CXX11_ABI of the libtorch build
 };
 Runtime current_runtime();
 
