@@ -3,7 +3,10 @@
 #   serve the fixture kernel store -> start kernelhubd (temp socket, its own cache) ->
 #   `kernelhub download` through the daemon -> `kernelhub ls` and `kernelhub status`
 #   -> the trust rule (SageAttention refused, then accepted with DIFFUSERS_TRUST_REMOTE_KERNELS)
-#   -> the official Python `kernels` library loads the daemon's kernel offline and runs its op.
+#   -> the official Python `kernels` library loads the daemon's kernel offline and runs its op
+#   -> a C++ app built against the installed kernelhub package sets `flash_hub` on a tiny
+#      model: kernels-community/flash-attn2 comes through kernelhubd, is verified and
+#      dlopen'ed without Python, and the app prints its largest difference from `native`.
 # Exits non-zero if any step fails.
 set -euo pipefail
 
@@ -93,6 +96,19 @@ echo "(refused, as it should be)"
 
 step "SageAttention/${KERNEL} with DIFFUSERS_TRUST_REMOTE_KERNELS=1: accepted"
 DIFFUSERS_TRUST_REMOTE_KERNELS=1 "${KERNELHUB}" download "SageAttention/${KERNEL}" --version 1
+
+step "installing the kernelhub package and building examples/attention_app against it"
+PREFIX="${DEMO}/prefix"
+cmake --install "${BUILD}" --prefix "${PREFIX}" >"${WORK}/install.log"
+cmake -S "${ROOT}/examples/attention_app" -B "${DEMO}/attention_app" -G Ninja \
+  -DCMAKE_PREFIX_PATH="${PREFIX}" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >"${WORK}/app-configure.log" 2>&1 \
+  || { cat "${WORK}/app-configure.log" >&2; exit 1; }
+cmake --build "${DEMO}/attention_app" >"${WORK}/app-build.log" 2>&1 || { cat "${WORK}/app-build.log" >&2; exit 1; }
+
+step "attention_app: native, then flash_hub on every layer (kernel fetched through kernelhubd)"
+"${DEMO}/attention_app/attention_app" flash_hub
+"${KERNELHUB}" ls | grep -q flash-attn2 || { echo "demo: flash-attn2 is not in the daemon's cache" >&2; exit 1; }
+echo "(kernels-community/flash-attn2 is in the daemon's cache: ${CACHE})"
 
 step "kernelhub status (the daemon's counters)"
 "${KERNELHUB}" status

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# package_test.sh BUILD_DIR SOURCE_DIR: install, build the example against the prefix, run it
+# on the native backend (no Hub needed), and check what was installed.
+set -euo pipefail
+BUILD="$1"
+SOURCE="$2"
+WORK="$(mktemp -d)"
+trap 'rm -rf "${WORK}"' EXIT
+
+cmake --install "${BUILD}" --prefix "${WORK}/prefix" >/dev/null
+for f in lib/libkernelhub.so lib/libkernelhub_pyshim.so include/kernelhub/attention.hpp \
+         include/kernelhub/attention_dispatch.hpp lib/cmake/kernelhub/kernelhubConfig.cmake \
+         lib/cmake/kernelhub/kernelhubConfigVersion.cmake; do
+  [[ -e "${WORK}/prefix/${f}" ]] || { echo "package: ${f} was not installed" >&2; exit 1; }
+done
+
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S "${SOURCE}/examples/attention_app" -B "${WORK}/app" -G Ninja \
+  -DCMAKE_PREFIX_PATH="${WORK}/prefix" "${launcher[@]}" >"${WORK}/configure.log" 2>&1 \
+  || { cat "${WORK}/configure.log" >&2; exit 1; }
+cmake --build "${WORK}/app" >"${WORK}/build.log" 2>&1 || { cat "${WORK}/build.log" >&2; exit 1; }
+
+# The app links the installed libkernelhub, not the build tree's.
+ldd "${WORK}/app/attention_app" | grep -q "${WORK}/prefix/lib/libkernelhub.so" \
+  || { echo "package: attention_app does not use the installed libkernelhub" >&2; ldd "${WORK}/app/attention_app" >&2; exit 1; }
+out="$(env -u DIFFUSERS_ATTN_BACKEND "${WORK}/app/attention_app" _native_math)"
+echo "${out}"
+grep -q "_native_math: ran 2 layers" <<<"${out}"
