@@ -13,7 +13,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "kernelhub/attention.hpp"
+#include "kernelhub/attention_dispatch.hpp"
 
 namespace kernelhub::attention::detail {
 

@@ -1,0 +1,12 @@
+// One attention call on a resolved backend: input validation, refusal of arguments the
+// backend cannot honour, the Diffusers checks when enabled, then the backend's run.
+#pragma once
+
+#include "client/attention/backend.hpp"
+
+namespace kernelhub::attention::detail {
+
+at::Tensor run_backend(const Backend& backend, const at::Tensor& query, const at::Tensor& key,
+                       const at::Tensor& value, const AttentionOptions& options);
+
+}  // namespace kernelhub::attention::detail

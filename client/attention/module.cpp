@@ -1,0 +1,62 @@
+// The Attention module and the model-wide setters: the only translation unit with the
+// torch::nn headers.
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "client/attention/dispatch.hpp"
+#include "client/attention/state.hpp"
+#include "kernelhub/attention.hpp"
+
+namespace kernelhub::attention {
+namespace {
+
+// Every AttentionImpl in the tree rooted at `model`, the root included (modules() can only
+// include the root when it is owned by a shared_ptr).
+template <class Visit>
+void for_each_layer(torch::nn::Module& model, Visit visit) {
+  if (auto* layer = dynamic_cast<AttentionImpl*>(&model)) visit(*layer);
+  for (const auto& child : model.modules(/*include_self=*/false)) {
+    if (auto* layer = dynamic_cast<AttentionImpl*>(child.get())) visit(*layer);
+  }
+}
+
+}  // namespace
+
+at::Tensor AttentionImpl::forward(const at::Tensor& query, const at::Tensor& key,
+                                  const at::Tensor& value, AttentionOptions options) {
+  if (options.backend) return dispatch_attention(query, key, value, options);
+  // A layer that was never set follows the guard/env backend, not another model's
+  // set_attention_backend (Diffusers #14249).
+  const detail::Backend& backend =
+      backend_ ? detail::resolve_named(*backend_) : detail::scoped();
+  return detail::run_backend(backend, query, key, value, options);
+}
+
+void AttentionImpl::set_backend(std::optional<std::string_view> backend) {
+  if (!backend) {
+    backend_.reset();
+    return;
+  }
+  // Activating here fetches a hub kernel now (Diffusers' per-layer setter skips it, #13284).
+  detail::ensure_activated(detail::find_backend(*backend));
+  backend_ = std::string(*backend);
+}
+
+void set_attention_backend(torch::nn::Module& model, std::string_view name) {
+  // Diffusers' ModelMixin.set_attention_backend lowercases; the guard and the per-layer
+  // setter do not.
+  std::string lowered(name);
+  std::transform(lowered.begin(), lowered.end(), lowered.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const detail::Backend& backend = detail::find_backend(lowered);
+  detail::ensure_activated(backend);
+  for_each_layer(model, [&](AttentionImpl& layer) { layer.set_backend(backend.name); });
+  detail::set_active(backend);
+}
+
+void reset_attention_backend(torch::nn::Module& model) {
+  for_each_layer(model, [](AttentionImpl& layer) { layer.set_backend(std::nullopt); });
+}
+
+}  // namespace kernelhub::attention

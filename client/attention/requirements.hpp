@@ -1,0 +1,29 @@
+// Activation-time requirements of backends that need a device or runtime this process may
+// not have. Each throws BackendUnavailable saying what is missing and how to get it;
+// `alternatives` ends the message ("or use <alternatives>.").
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <utility>
+
+namespace kernelhub::attention::detail {
+
+inline constexpr std::string_view kNativeAlternatives = "native / _native_math / _native_flash";
+
+// A CUDA device (torch reports CUDA) with compute capability >= min_major.min_minor
+// (0.0: any).
+void require_cuda(std::string_view backend, int min_major = 0, int min_minor = 0,
+                  std::string_view alternatives = kNativeAlternatives);
+// A ROCm (AMD GPU) build of torch with a device.
+void require_rocm(std::string_view backend, std::string_view alternatives = kNativeAlternatives);
+// The XLA dispatch key's runtime (torch_xla's C++ side) registered in this process.
+void require_xla(std::string_view backend, std::string_view alternatives = kNativeAlternatives);
+// torch_npu's PrivateUse1 backend ("npu") registered in this process.
+void require_npu(std::string_view backend, std::string_view alternatives = kNativeAlternatives);
+
+// {major, minor} of CUDA device `device` (-1: the current one), asked from the CUDA runtime
+// library already loaded by torch; nullopt without one.
+std::optional<std::pair<int, int>> cuda_compute_capability(int device = -1);
+
+}  // namespace kernelhub::attention::detail
