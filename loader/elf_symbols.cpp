@@ -16,7 +16,8 @@
 namespace kernelhub::loader {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "the ELF reader assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "the ELF reader assumes a little-endian host");
 
 #if defined(__x86_64__)
 constexpr Elf64_Half kHostMachine = EM_X86_64;
@@ -46,8 +47,8 @@ class ElfFile {
     std::vector<unsigned char> bytes(length);
     std::uint64_t done = 0;
     while (done < length) {
-      const ssize_t n = ::pread(fd_, bytes.data() + done, length - done,
-                                static_cast<off_t>(offset + done));
+      const ssize_t n =
+          ::pread(fd_, bytes.data() + done, length - done, static_cast<off_t>(offset + done));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return fail(ErrorCode::io, "cannot read " + what_ + ": " + std::strerror(errno));
       if (n == 0) return malformed(std::string(part) + " is cut short (the file shrank)");
@@ -99,16 +100,34 @@ DynamicTags collect_tags(const std::vector<Elf64_Dyn>& dynamic) {
   for (const auto& entry : dynamic) {
     const std::uint64_t value = entry.d_un.d_val;
     switch (entry.d_tag) {
-      case DT_NULL: return tags;
-      case DT_NEEDED: tags.needed.push_back(value); break;
-      case DT_SONAME: tags.soname = value; break;
-      case DT_STRTAB: tags.strtab = value; break;
-      case DT_STRSZ: tags.strsz = value; break;
-      case DT_SYMTAB: tags.symtab = value; break;
-      case DT_SYMENT: tags.syment = value; break;
-      case DT_HASH: tags.hash = value; break;
-      case DT_GNU_HASH: tags.gnu_hash = value; break;
-      default: break;
+      case DT_NULL:
+        return tags;
+      case DT_NEEDED:
+        tags.needed.push_back(value);
+        break;
+      case DT_SONAME:
+        tags.soname = value;
+        break;
+      case DT_STRTAB:
+        tags.strtab = value;
+        break;
+      case DT_STRSZ:
+        tags.strsz = value;
+        break;
+      case DT_SYMTAB:
+        tags.symtab = value;
+        break;
+      case DT_SYMENT:
+        tags.syment = value;
+        break;
+      case DT_HASH:
+        tags.hash = value;
+        break;
+      case DT_GNU_HASH:
+        tags.gnu_hash = value;
+        break;
+      default:
+        break;
     }
   }
   return tags;
@@ -134,7 +153,8 @@ Result<std::uint64_t> symbol_count(const ElfFile& file, const std::vector<Elf64_
   const std::uint64_t buckets_at = *at + 16 + bloom * 8;
   auto buckets = file.read_array<std::uint32_t>(buckets_at, nbuckets, "DT_GNU_HASH buckets");
   KH_TRY(buckets);
-  const std::uint64_t last = buckets->empty() ? 0 : *std::max_element(buckets->begin(), buckets->end());
+  const std::uint64_t last =
+      buckets->empty() ? 0 : *std::max_element(buckets->begin(), buckets->end());
   if (last == 0) return symoffset;  // no hashed symbols
   if (last < symoffset) return file.malformed("DT_GNU_HASH bucket below symoffset");
   // Walk the last chain to its end bit, in blocks of up to 1024 entries, each bounded by
@@ -170,7 +190,8 @@ Result<ElfDynamicInfo> read_elf_dynamic(int fd, std::string_view what_view) {
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return file.malformed("no ELF magic");
   if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
     return file.malformed("not a 64-bit little-endian ELF file");
-  if (eh.e_type != ET_DYN) return file.malformed("not a shared object (e_type " + std::to_string(eh.e_type) + ")");
+  if (eh.e_type != ET_DYN)
+    return file.malformed("not a shared object (e_type " + std::to_string(eh.e_type) + ")");
   if (eh.e_machine != kHostMachine) {
     return fail(ErrorCode::incompatible_kernel,
                 what + " is built for ELF machine " + std::to_string(eh.e_machine) +
@@ -192,9 +213,8 @@ Result<ElfDynamicInfo> read_elf_dynamic(int fd, std::string_view what_view) {
   }
   if (!dynamic_ph) return file.malformed("no dynamic segment");
 
-  auto dynamic = file.read_array<Elf64_Dyn>(dynamic_ph->p_offset,
-                                            dynamic_ph->p_filesz / sizeof(Elf64_Dyn),
-                                            "dynamic segment");
+  auto dynamic = file.read_array<Elf64_Dyn>(
+      dynamic_ph->p_offset, dynamic_ph->p_filesz / sizeof(Elf64_Dyn), "dynamic segment");
   KH_TRY(dynamic);
   const DynamicTags tags = collect_tags(*dynamic);
   if (!tags.strtab || !tags.strsz) return file.malformed("no DT_STRTAB/DT_STRSZ");
@@ -224,7 +244,8 @@ Result<ElfDynamicInfo> read_elf_dynamic(int fd, std::string_view what_view) {
   }
 
   if (!tags.symtab) return info;  // no symbols at all
-  if (tags.syment && *tags.syment != sizeof(Elf64_Sym)) return file.malformed("unexpected DT_SYMENT");
+  if (tags.syment && *tags.syment != sizeof(Elf64_Sym))
+    return file.malformed("unexpected DT_SYMENT");
   auto count = symbol_count(file, loads, tags);
   KH_TRY(count);
   if (*count > UINT64_MAX / sizeof(Elf64_Sym)) return file.malformed("symbol count overflows");

@@ -19,9 +19,9 @@ struct UndefinedSymbol {
 };
 
 struct ElfDynamicInfo {
-  std::optional<std::string> soname;            // DT_SONAME
-  std::vector<std::string> needed;              // DT_NEEDED, in file order
-  std::vector<UndefinedSymbol> undefined;       // undefined dynamic symbols (index >= 1)
+  std::optional<std::string> soname;       // DT_SONAME
+  std::vector<std::string> needed;         // DT_NEEDED, in file order
+  std::vector<UndefinedSymbol> undefined;  // undefined dynamic symbols (index >= 1)
 };
 
 // Reads the fd with pread (its offset is untouched). `what` names the file in messages.

@@ -111,7 +111,8 @@ Result<std::shared_ptr<const LoadedKernel>> load_kernel(KernelSource source) {
 
   auto& reg = registry();
   const std::lock_guard lock(reg.mutex);
-  if (const auto it = reg.by_namespace.find(verified->ops_namespace); it != reg.by_namespace.end()) {
+  if (const auto it = reg.by_namespace.find(verified->ops_namespace);
+      it != reg.by_namespace.end()) {
     return it->second;
   }
   auto kernel = std::make_shared<LoadedKernel>();

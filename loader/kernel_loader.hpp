@@ -28,7 +28,8 @@
 namespace kernelhub::loader {
 
 struct KernelFile {
-  std::string path;    // relative to the variant folder, '/'-separated, e.g. "_relu_cpu_1a2b3c4.abi3.so"
+  // Relative to the variant folder, '/'-separated, e.g. "_relu_cpu_1a2b3c4.abi3.so".
+  std::string path;
   std::string sha256;  // expected digest, lowercase hex
   UniqueFd fd;         // read-only, regular file; the loader takes ownership
 };
@@ -51,8 +52,8 @@ struct LoadedKernel {
 struct Runtime {
   int torch_major = 0;
   int torch_minor = 0;
-  std::string arch;  // x86_64 | aarch64
-  std::string os;    // linux
+  std::string arch;                 // x86_64 | aarch64
+  std::string os;                   // linux
   std::optional<std::string> cuda;  // "13.2" when a CUDA runtime is loaded, else empty
   bool cxx11_abi = true;            // _GLIBCXX_USE_CXX11_ABI of the libtorch build
 };

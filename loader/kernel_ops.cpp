@@ -65,8 +65,8 @@ bool KernelOp::has_kernel_for(c10::DispatchKey key) const {
 std::vector<c10::IValue> KernelOp::call(std::vector<c10::IValue> arguments) const {
   const auto& schema = handle_.schema();
   const std::size_t count = schema.arguments().size();
-  TORCH_CHECK(arguments.size() <= count, name_, " takes ", count, " arguments, ",
-              arguments.size(), " were given (schema: ", schema, ")");
+  TORCH_CHECK(arguments.size() <= count, name_, " takes ", count, " arguments, ", arguments.size(),
+              " were given (schema: ", schema, ")");
   std::vector<std::optional<c10::IValue>> slots(count);
   for (std::size_t i = 0; i < arguments.size(); ++i) slots[i] = std::move(arguments[i]);
   auto stack = complete(name_, schema, std::move(slots));

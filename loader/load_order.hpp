@@ -25,7 +25,8 @@ bool loadable_from_search_path(const std::string& soname);
 
 // Indices into `objects`, dependencies first. missing_dependency lists every DT_NEEDED that
 // is neither a sibling nor resolvable; load_failed for a dependency cycle among siblings.
-Result<std::vector<std::size_t>> plan_load_order(const std::vector<SharedObject>& objects,
-                                                 const DependencyProbe& probe = loadable_from_search_path);
+Result<std::vector<std::size_t>> plan_load_order(
+    const std::vector<SharedObject>& objects,
+    const DependencyProbe& probe = loadable_from_search_path);
 
 }  // namespace kernelhub::loader

@@ -45,7 +45,10 @@ Result<std::vector<DirEntry>> list_dir(int dir_fd, const std::string& what) {
     if (type == DT_UNKNOWN) {
       struct stat st {};
       if (::fstatat(dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+      type = S_ISDIR(st.st_mode)   ? DT_DIR
+             : S_ISLNK(st.st_mode) ? DT_LNK
+             : S_ISREG(st.st_mode) ? DT_REG
+                                   : DT_UNKNOWN;
     }
     entries.push_back({std::string(name), type});
   }
@@ -68,12 +71,14 @@ Result<void> collect_files(int dir_fd, const std::string& prefix, int depth,
                   "kernel file " + trust::sanitize_for_message(path) + " is a symlink");
     }
     if (entry.type == DT_DIR) {
-      if (depth == kMaxDepth) return fail(ErrorCode::unsafe_path, "kernel folder is nested too deeply");
+      if (depth == kMaxDepth)
+        return fail(ErrorCode::unsafe_path, "kernel folder is nested too deeply");
       auto sub = open_beneath(dir_fd, entry.name, O_RDONLY | O_DIRECTORY);
       KH_TRY(sub);
       KH_TRY(collect_files(sub->get(), path + "/", depth + 1, out));
     } else {
-      if (out.size() == kMaxFiles) return fail(ErrorCode::too_large, "kernel folder has too many files");
+      if (out.size() == kMaxFiles)
+        return fail(ErrorCode::too_large, "kernel folder has too many files");
       out.push_back(path);
     }
   }
@@ -126,7 +131,8 @@ Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::st
   KernelSource source;
   source.repo = std::string(repo);
   UniqueFd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return fail(ErrorCode::io, "cannot open " + dir.string() + ": " + std::strerror(errno));
+  if (!root)
+    return fail(ErrorCode::io, "cannot open " + dir.string() + ": " + std::strerror(errno));
 
   auto top = list_dir(root.get(), dir.string());
   KH_TRY(top);
@@ -143,8 +149,9 @@ Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::st
     auto build = open_beneath(root.get(), "build", O_RDONLY | O_DIRECTORY);
     if (!build) {
       return fail(ErrorCode::entry_not_found,
-                  dir.string() + " is neither a kernel variant folder (metadata.json or a .so) "
-                                 "nor a kernel with build/<variant>/ folders");
+                  dir.string() +
+                      " is neither a kernel variant folder (metadata.json or a .so) "
+                      "nor a kernel with build/<variant>/ folders");
     }
     auto variant = pick_variant(build->get(), runtime);
     KH_TRY(variant);
@@ -176,8 +183,8 @@ Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::st
     if (expected && !trust::excluded_from_digest(file.path)) {
       const auto it = expected->find(file.path);
       if (it == expected->end()) {
-        return fail(ErrorCode::hash_mismatch, source.repo + ": " + file.path +
-                                                  " is not listed in metadata.json's digest");
+        return fail(ErrorCode::hash_mismatch,
+                    source.repo + ": " + file.path + " is not listed in metadata.json's digest");
       }
       file.sha256 = it->second;
       expected->erase(it);

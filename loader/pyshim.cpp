@@ -3,9 +3,9 @@
 // process without libpython. Never called; each returns "failed"/nothing.
 #include "loader/python_shim_symbols.hpp"
 
-#define KH_PYSHIM_DEFINE(name, ret, params, value)              \
+#define KH_PYSHIM_DEFINE(name, ret, params, value)                    \
   extern "C" __attribute__((visibility("default"))) ret name params { \
-    return static_cast<ret>(value);                             \
+    return static_cast<ret>(value);                                   \
   }
 KH_PYSHIM_FUNCTIONS(KH_PYSHIM_DEFINE)
 #undef KH_PYSHIM_DEFINE

@@ -8,16 +8,16 @@
 #include <array>
 #include <string_view>
 
-#define KH_PYSHIM_FUNCTIONS(X)                                             \
-  X(PyModule_Create2, void*, (void*, int), nullptr)                        \
-  X(PyModuleDef_Init, void*, (void*), nullptr)                             \
-  X(PyModule_AddObjectRef, int, (void*, const char*, void*), -1)           \
-  X(PyModule_AddObject, int, (void*, const char*, void*), -1)              \
-  X(PyModule_AddIntConstant, int, (void*, const char*, long), -1)          \
+#define KH_PYSHIM_FUNCTIONS(X)                                              \
+  X(PyModule_Create2, void*, (void*, int), nullptr)                         \
+  X(PyModuleDef_Init, void*, (void*), nullptr)                              \
+  X(PyModule_AddObjectRef, int, (void*, const char*, void*), -1)            \
+  X(PyModule_AddObject, int, (void*, const char*, void*), -1)               \
+  X(PyModule_AddIntConstant, int, (void*, const char*, long), -1)           \
   X(PyModule_AddStringConstant, int, (void*, const char*, const char*), -1) \
-  X(PyErr_SetString, void, (void*, const char*), 0)                        \
-  X(PyErr_Occurred, void*, (), nullptr)                                    \
-  X(Py_IncRef, void, (void*), 0)                                           \
+  X(PyErr_SetString, void, (void*, const char*), 0)                         \
+  X(PyErr_Occurred, void*, (), nullptr)                                     \
+  X(Py_IncRef, void, (void*), 0)                                            \
   X(Py_DecRef, void, (void*), 0)
 
 namespace kernelhub::loader {

@@ -86,8 +86,9 @@ Result<void> check_variant_compatible(std::string_view variant, const Runtime& r
                     " build is Python code (Triton, CuTe DSL or plain PyTorch) with no "
                     "compiled ops to load");
     case hub::Framework::tvm_ffi:
-      return refuse("needs Python: tvm-ffi builds are loaded through the tvm_ffi Python "
-                    "package and register no torch ops");
+      return refuse(
+          "needs Python: tvm-ffi builds are loaded through the tvm_ffi Python "
+          "package and register no torch ops");
     case hub::Framework::torch:
       if (parsed->major != runtime.torch_major || parsed->minor != runtime.torch_minor) {
         return refuse("built for torch " + version_text(parsed->major, parsed->minor) +

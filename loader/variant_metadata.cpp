@@ -30,10 +30,9 @@ Result<std::map<std::string, std::string>> parse_digest(const json& digest) {
   if (!digest.is_object()) return malformed("'digest' must be an object");
   const auto algorithm = string_field(digest, "algorithm");
   if (algorithm != "sha256") {
-    return fail(ErrorCode::hash_mismatch,
-                "metadata.json digest algorithm '" +
-                    trust::sanitize_for_message(algorithm.value_or("")) +
-                    "' is not supported (only sha256)");
+    return fail(ErrorCode::hash_mismatch, "metadata.json digest algorithm '" +
+                                              trust::sanitize_for_message(algorithm.value_or("")) +
+                                              "' is not supported (only sha256)");
   }
   std::map<std::string, std::string> out;
   const auto files = digest.find("files");
@@ -87,8 +86,8 @@ Result<std::string> read_small_fd(int fd, std::size_t limit, std::string_view wh
     }
     if (n == 0) return text;
     if (text.size() + static_cast<std::size_t>(n) > limit) {
-      return fail(ErrorCode::too_large, std::string(what) + " is larger than " +
-                                            std::to_string(limit) + " bytes");
+      return fail(ErrorCode::too_large,
+                  std::string(what) + " is larger than " + std::to_string(limit) + " bytes");
     }
     text.append(buffer, static_cast<std::size_t>(n));
   }

@@ -50,8 +50,7 @@ Result<void> verify_file(const KernelFile& file, std::string_view repo) {
   return ok();
 }
 
-Result<bool> check_python_symbols(const std::vector<SharedObject>& objects,
-                                  std::string_view repo) {
+Result<bool> check_python_symbols(const std::vector<SharedObject>& objects, std::string_view repo) {
   bool needs_shim = false;
   std::string refused;
   for (const auto& object : objects) {

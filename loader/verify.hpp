@@ -17,7 +17,6 @@ Result<void> verify_file(const KernelFile& file, std::string_view repo);
 
 // Refuses strong undefined Py*/_Py* symbols outside the shim list (unsafe_kernel naming
 // them all). Returns whether any object references a shimmed function.
-Result<bool> check_python_symbols(const std::vector<SharedObject>& objects,
-                                  std::string_view repo);
+Result<bool> check_python_symbols(const std::vector<SharedObject>& objects, std::string_view repo);
 
 }  // namespace kernelhub::loader::detail

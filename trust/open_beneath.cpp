@@ -27,8 +27,7 @@ int open_walk(int dir_fd, const std::string& relpath, int flags) {
     if (slash == std::string::npos) {
       return ::openat(at, component.c_str(), flags | kAlways | O_NOFOLLOW);
     }
-    UniqueFd next(
-        ::openat(at, component.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd next(::openat(at, component.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!next) return -1;
     current = std::move(next);
     at = current.get();

@@ -91,17 +91,21 @@ TEST_CASE("the ELF scan agrees with nm and readelf on real builds") {
   }
   const auto broken = scan_file(objects[1]);
   REQUIRE(broken);
-  CHECK(std::any_of(broken->undefined.begin(), broken->undefined.end(),
-                    [](const UndefinedSymbol& s) { return s.name == "_Py_NoneStruct" && !s.weak; }));
-  CHECK(scan_file(objects[2])->needed ==
-        std::vector<std::string>{"libkh_s28_dep.so"} );
+  CHECK(
+      std::any_of(broken->undefined.begin(), broken->undefined.end(),
+                  [](const UndefinedSymbol& s) { return s.name == "_Py_NoneStruct" && !s.weak; }));
+  CHECK(scan_file(objects[2])->needed == std::vector<std::string>{"libkh_s28_dep.so"});
 }
 
 TEST_CASE("the ELF scan refuses garbage, truncated and zeroed files without crashing") {
-  const auto original = read_bytes(testing::only_shared_object(testing::fixture_variant_dir("relu", 1)));
+  const auto original =
+      read_bytes(testing::only_shared_object(testing::fixture_variant_dir("relu", 1)));
   REQUIRE(original.size() > 4096);
-  std::vector<std::string> inputs = {"", "\x7f" "ELF", std::string(64, '\0'),
-                                     std::string(original.size(), '\0'), "not an ELF file at all"};
+  std::vector<std::string> inputs = {"",
+                                     "\x7f"
+                                     "ELF",
+                                     std::string(64, '\0'), std::string(original.size(), '\0'),
+                                     "not an ELF file at all"};
   std::mt19937 random(20261024);
   std::uniform_int_distribution<int> byte(0, 255);
   std::string noise(8192, '\0');
@@ -109,10 +113,12 @@ TEST_CASE("the ELF scan refuses garbage, truncated and zeroed files without cras
   inputs.push_back(noise);
   inputs.push_back(original.substr(0, 64) + noise);  // a valid header over noise
   // Cut inside the ELF header or the program headers: nothing to read the tables from.
-  const std::size_t phnum = static_cast<unsigned char>(original[56]) |
-                            (static_cast<std::size_t>(static_cast<unsigned char>(original[57])) << 8);
+  const std::size_t phnum =
+      static_cast<unsigned char>(original[56]) |
+      (static_cast<std::size_t>(static_cast<unsigned char>(original[57])) << 8);
   const std::size_t headers_end = 64 + 56 * phnum;
-  for (std::size_t length = 1; length < headers_end; length += 7) inputs.push_back(original.substr(0, length));
+  for (std::size_t length = 1; length < headers_end; length += 7)
+    inputs.push_back(original.substr(0, length));
   // The ELF header zeroed, the program headers zeroed.
   std::string zeroed = original;
   std::fill(zeroed.begin(), zeroed.begin() + 64, '\0');
@@ -141,7 +147,8 @@ TEST_CASE("the ELF scan refuses garbage, truncated and zeroed files without cras
 
   // Random byte changes anywhere in the first 16 KiB (headers, dynsym, dynstr, hash tables):
   // each either parses or is refused, and never reads outside the file.
-  std::uniform_int_distribution<std::size_t> where(0, std::min<std::size_t>(original.size(), 16384) - 1);
+  std::uniform_int_distribution<std::size_t> where(
+      0, std::min<std::size_t>(original.size(), 16384) - 1);
   int refused = 0;
   for (int round = 0; round < 400; ++round) {
     std::string mutated = original;
@@ -160,7 +167,8 @@ TEST_CASE("the ELF scan refuses garbage, truncated and zeroed files without cras
 }
 
 TEST_CASE("the ELF scan refuses an object built for another machine") {
-  std::string bytes = read_bytes(testing::only_shared_object(testing::fixture_variant_dir("relu", 1)));
+  std::string bytes =
+      read_bytes(testing::only_shared_object(testing::fixture_variant_dir("relu", 1)));
   // e_machine (offset 18): the other supported architecture.
   const std::uint16_t other = bytes[18] == 62 ? 183 : 62;  // EM_X86_64 / EM_AARCH64
   bytes[18] = static_cast<char>(other & 0xff);

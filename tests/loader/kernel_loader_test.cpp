@@ -63,8 +63,8 @@ TEST_CASE("relu v1 loads from a local build and computes clamp_min") {
   // Python is not in this process, and PyModule_Create2 comes from the shim.
   CHECK(::dlsym(RTLD_DEFAULT, "PyModule_Create2") == nullptr);
 
-  const auto kernel = testing::load_local(testing::fixture_kernel_dir("relu", 1),
-                                          "kernels-community/relu");
+  const auto kernel =
+      testing::load_local(testing::fixture_kernel_dir("relu", 1), "kernels-community/relu");
   CHECK(kernel->ops_namespace == testing::metadata_id(variant));
   CHECK(kernel->variant == KH_FIXTURE_VARIANT);
   CHECK(kernel->repo == "kernels-community/relu");
@@ -90,8 +90,10 @@ TEST_CASE("relu v1 loads from a local build and computes clamp_min") {
 }
 
 TEST_CASE("relu v1 and v2 load side by side in one process") {
-  const auto v1 = testing::load_local(testing::fixture_kernel_dir("relu", 1), "kernels-community/relu");
-  const auto v2 = testing::load_local(testing::fixture_kernel_dir("relu", 2), "kernels-community/relu");
+  const auto v1 =
+      testing::load_local(testing::fixture_kernel_dir("relu", 1), "kernels-community/relu");
+  const auto v2 =
+      testing::load_local(testing::fixture_kernel_dir("relu", 2), "kernels-community/relu");
   CHECK(v1->ops_namespace != v2->ops_namespace);
   CHECK(v2->ops_namespace == testing::metadata_id(testing::fixture_variant_dir("relu", 2)));
   CHECK(fixture_version_of(*v1) == 1);
@@ -226,7 +228,8 @@ TEST_CASE("broken-python-abi is refused naming _Py_NoneStruct and the process li
   const auto ns = testing::metadata_id(testing::fixture_variant_dir("broken-python-abi", 1));
   CHECK(testing::dispatcher_ops(ns).empty());
 
-  const auto relu = testing::load_local(testing::fixture_kernel_dir("relu", 1), "kernels-community/relu");
+  const auto relu =
+      testing::load_local(testing::fixture_kernel_dir("relu", 1), "kernels-community/relu");
   CHECK(fixture_version_of(*relu) == 1);
 }
 
@@ -234,10 +237,10 @@ TEST_CASE("variants this process cannot load are refused with the reason") {
   Runtime runtime = current_runtime();
   REQUIRE_FALSE(runtime.cuda);  // the test machines run libtorch on CPU
   const std::string tail = "-" + runtime.arch + "-linux";
-  const std::string torch = "torch" + std::to_string(runtime.torch_major) +
-                            std::to_string(runtime.torch_minor);
-  const std::string older = "torch" + std::to_string(runtime.torch_major) +
-                            std::to_string(runtime.torch_minor - 1);
+  const std::string torch =
+      "torch" + std::to_string(runtime.torch_major) + std::to_string(runtime.torch_minor);
+  const std::string older =
+      "torch" + std::to_string(runtime.torch_major) + std::to_string(runtime.torch_minor - 1);
   const std::string newer_abi = "torch-stable-abi" + std::to_string(runtime.torch_major) +
                                 std::to_string(runtime.torch_minor + 1);
   const std::string other_arch = runtime.arch == "x86_64" ? "aarch64" : "x86_64";
@@ -291,12 +294,14 @@ TEST_CASE("load_kernel refuses a build whose folder names another torch") {
   const auto runtime = current_runtime();
   TempDir temp;
   const auto other = "torch" + std::to_string(runtime.torch_major) +
-                     std::to_string(runtime.torch_minor - 1) + "-cxx11-cpu-" + runtime.arch + "-linux";
+                     std::to_string(runtime.torch_minor - 1) + "-cxx11-cpu-" + runtime.arch +
+                     "-linux";
   testing::copy_variant(testing::fixture_variant_dir("relu", 1), temp.path() / other);
   const auto error = load_error(temp.path() / other, "kernels-community/relu");
   CHECK(error.code == ErrorCode::incompatible_kernel);
   CHECK_THAT(error.message, Catch::Contains(other));
-  CHECK(testing::dispatcher_ops(testing::metadata_id(testing::fixture_variant_dir("relu", 1))).empty());
+  CHECK(testing::dispatcher_ops(testing::metadata_id(testing::fixture_variant_dir("relu", 1)))
+            .empty());
 
   // Under build/, open_local_kernel passes over it and says why none fits.
   fs::create_directories(temp.path() / "kernel" / "build");
@@ -333,7 +338,8 @@ TEST_CASE("a namespace already registered by someone else is not loaded again") 
   const auto ns = testing::metadata_id(testing::fixture_variant_dir("relu", 2));
   REQUIRE_FALSE(testing::dispatcher_ops(ns).empty());
 
-  const auto kernel = testing::load_local(testing::fixture_kernel_dir("relu", 2), "kernels-community/relu");
+  const auto kernel =
+      testing::load_local(testing::fixture_kernel_dir("relu", 2), "kernels-community/relu");
   CHECK_FALSE(kernel->loaded_here);
   CHECK(kernel->ops_namespace == ns);
   CHECK(fixture_version_of(*kernel) == 2);
@@ -353,7 +359,8 @@ TEST_CASE("the Python shim defines every function the scan lets through") {
   }
   const auto nm = testing::run_command({"/usr/bin/nm", "-D", "--defined-only", shim.string()});
   REQUIRE(nm.exit_code == 0);
-  for (const auto name : kPythonShimFunctions) CHECK_THAT(nm.out, Catch::Contains(std::string(name)));
+  for (const auto name : kPythonShimFunctions)
+    CHECK_THAT(nm.out, Catch::Contains(std::string(name)));
 
   trust::Environment env;
   env.set("KERNELHUB_PYSHIM", "/opt/elsewhere/libkernelhub_pyshim.so");
@@ -362,8 +369,8 @@ TEST_CASE("the Python shim defines every function the scan lets through") {
 }
 
 TEST_CASE("open_local_kernel takes digests from metadata.json and picks the variant under build/") {
-  const auto source = open_local_kernel(testing::fixture_kernel_dir("relu", 1), "local:relu",
-                                        current_runtime());
+  const auto source =
+      open_local_kernel(testing::fixture_kernel_dir("relu", 1), "local:relu", current_runtime());
   REQUIRE(source);
   CHECK(source->variant == KH_FIXTURE_VARIANT);
   std::vector<std::string> expected_paths;
@@ -392,7 +399,8 @@ TEST_CASE("read_metadata is lenient about fields and reads from offset 0") {
       R"({"id": "_lib_cpu_abc1234", "name": 7, "version": "2.7.4", "unknown": {"x": 1}})";
   const int fd = ::memfd_create("metadata", MFD_CLOEXEC);
   REQUIRE(fd >= 0);
-  REQUIRE(::write(fd, json.data(), json.size()) == static_cast<ssize_t>(json.size()));  // offset at end
+  REQUIRE(::write(fd, json.data(), json.size()) ==
+          static_cast<ssize_t>(json.size()));  // offset at end
   KernelSource source;
   source.repo = "local:lib";
   source.files.push_back(KernelFile{"metadata.json", "", UniqueFd(fd)});

@@ -51,7 +51,8 @@ std::vector<std::string> dispatcher_ops(const std::string& ops_namespace) {
   return names;
 }
 
-std::shared_ptr<const loader::LoadedKernel> load_local(const fs::path& dir, const std::string& repo) {
+std::shared_ptr<const loader::LoadedKernel> load_local(const fs::path& dir,
+                                                       const std::string& repo) {
   auto source = loader::open_local_kernel(dir, repo, loader::current_runtime());
   INFO((source ? std::string() : source.error().message));
   REQUIRE(source);
