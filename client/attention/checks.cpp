@@ -36,8 +36,9 @@ void check_device_cuda_atleast(const AttentionInputs& inputs, int major, int min
   // Unknown capability (no CUDA runtime library to ask) counts as too old: the check
   // exists to stop a kernel from running where it cannot.
   if (!capability || *capability < std::pair{major, minor}) {
-    throw InvalidInput("Query, key, and value must be on a CUDA device with compute capability >= " +
-                       std::to_string(major) + "." + std::to_string(minor) + ".");
+    throw InvalidInput(
+        "Query, key, and value must be on a CUDA device with compute capability >= " +
+        std::to_string(major) + "." + std::to_string(minor) + ".");
   }
 }
 

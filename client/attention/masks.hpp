@@ -28,11 +28,11 @@ at::Tensor additive_mask(const at::Tensor& mask, at::ScalarType dtype);
 // keep only the positions the mask marks valid, wherever they are (as Diffusers' hub varlen
 // path does), so holes in a mask are honoured.
 struct VarlenPack {
-  at::Tensor query;          // (B*Sq, H, D)
-  at::Tensor key;            // (total_k, Hkv, D)
-  at::Tensor value;          // (total_k, Hkv, D)
-  at::Tensor cu_seqlens_q;   // int32 (B+1)
-  at::Tensor cu_seqlens_k;   // int32 (B+1)
+  at::Tensor query;         // (B*Sq, H, D)
+  at::Tensor key;           // (total_k, Hkv, D)
+  at::Tensor value;         // (total_k, Hkv, D)
+  at::Tensor cu_seqlens_q;  // int32 (B+1)
+  at::Tensor cu_seqlens_k;  // int32 (B+1)
   int64_t max_seqlen_q = 0;
   int64_t max_seqlen_k = 0;
   int64_t batch_size = 0;

@@ -28,8 +28,7 @@ at::Tensor AttentionImpl::forward(const at::Tensor& query, const at::Tensor& key
   if (options.backend) return dispatch_attention(query, key, value, options);
   // A layer that was never set follows the guard/env backend, not another model's
   // set_attention_backend (Diffusers #14249).
-  const detail::Backend& backend =
-      backend_ ? detail::resolve_named(*backend_) : detail::scoped();
+  const detail::Backend& backend = backend_ ? detail::resolve_named(*backend_) : detail::scoped();
   return detail::run_backend(backend, query, key, value, options);
 }
 

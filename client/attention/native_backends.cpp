@@ -72,8 +72,8 @@ at::Tensor run_flash(const AttentionInputs& in) {
         q, k, v, o.dropout_p, o.is_causal, std::nullopt, o.scale)));
   }
   if (q.is_cuda()) {
-    return heads_first(std::get<0>(
-        at::_scaled_dot_product_flash_attention(q, k, v, o.dropout_p, o.is_causal, false, o.scale)));
+    return heads_first(std::get<0>(at::_scaled_dot_product_flash_attention(
+        q, k, v, o.dropout_p, o.is_causal, false, o.scale)));
   }
   throw InvalidInput("_native_flash runs on CPU and CUDA tensors; the query is on " +
                      q.device().str() + ". Use native for other devices.");
@@ -110,18 +110,14 @@ at::Tensor run_device_sdpa(const AttentionInputs& in) {
   throw BackendUnavailable("flex cannot run in a C++ process (its activation refuses).");
 }
 
-constexpr Honours kEverything{.attn_mask = true,
-                              .dropout_p = true,
-                              .is_causal = true,
-                              .scale = true,
-                              .enable_gqa = true};
+constexpr Honours kEverything{
+    .attn_mask = true, .dropout_p = true, .is_causal = true, .scale = true, .enable_gqa = true};
 
 Backend make(std::string name, std::vector<Constraint> constraints, Honours honours,
-             std::function<void()> activate,
-             std::function<at::Tensor(const AttentionInputs&)> run,
+             std::function<void()> activate, std::function<at::Tensor(const AttentionInputs&)> run,
              std::string mask_refusal = {}) {
-  return Backend{std::move(name), std::move(constraints), honours, std::move(mask_refusal),
-                 std::move(activate), std::move(run)};
+  return Backend{std::move(name),         std::move(constraints), honours,
+                 std::move(mask_refusal), std::move(activate),    std::move(run)};
 }
 
 void nothing_to_activate() {}
@@ -129,26 +125,30 @@ void nothing_to_activate() {}
 }  // namespace
 
 void register_native_backends(std::vector<Backend>& table) {
-  table.push_back(make("native", {check_device, check_shape}, kEverything, nothing_to_activate,
-                       run_native));
+  table.push_back(
+      make("native", {check_device, check_shape}, kEverything, nothing_to_activate, run_native));
   table.push_back(make("_native_math", {check_device, check_shape}, kEverything,
                        nothing_to_activate, run_math));
   table.push_back(make("_native_flash", {check_device, check_qkv_dtype_bf16_or_fp16, check_shape},
                        {.dropout_p = true, .is_causal = true, .scale = true, .enable_gqa = true},
                        nothing_to_activate, run_flash,
                        "`attn_mask` is not supported for native flash attention"));
-  table.push_back(make("_native_cudnn", {check_device, check_qkv_dtype_bf16_or_fp16, check_shape},
-                       kEverything, [] { require_cuda("_native_cudnn"); }, run_cudnn));
-  table.push_back(make("_native_efficient", {check_device, check_shape}, kEverything,
-                       [] { require_cuda("_native_efficient"); }, run_efficient));
+  table.push_back(make(
+      "_native_cudnn", {check_device, check_qkv_dtype_bf16_or_fp16, check_shape}, kEverything,
+      [] { require_cuda("_native_cudnn"); }, run_cudnn));
+  table.push_back(make(
+      "_native_efficient", {check_device, check_shape}, kEverything,
+      [] { require_cuda("_native_efficient"); }, run_efficient));
   // torch_npu's fusion attention takes a mask, dropout and scale; Diffusers drops is_causal.
-  table.push_back(make("_native_npu", {check_device, check_qkv_dtype_bf16_or_fp16, check_shape},
-                       {.attn_mask = true, .dropout_p = true, .scale = true},
-                       [] { require_npu("_native_npu"); }, run_device_sdpa));
+  table.push_back(make(
+      "_native_npu", {check_device, check_qkv_dtype_bf16_or_fp16, check_shape},
+      {.attn_mask = true, .dropout_p = true, .scale = true}, [] { require_npu("_native_npu"); },
+      run_device_sdpa));
   // torch_xla's flash_attention: causal only, the default scale.
-  table.push_back(make("_native_xla", {check_device, check_shape}, {.is_causal = true},
-                       [] { require_xla("_native_xla"); }, run_device_sdpa,
-                       "`attn_mask` is not supported for XLA attention"));
+  table.push_back(make(
+      "_native_xla", {check_device, check_shape}, {.is_causal = true},
+      [] { require_xla("_native_xla"); }, run_device_sdpa,
+      "`attn_mask` is not supported for XLA attention"));
   table.push_back(make(
       "flex", {check_attn_mask_or_causal, check_device, check_shape},
       {.attn_mask = true, .is_causal = true, .scale = true, .enable_gqa = true},

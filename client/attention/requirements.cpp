@@ -77,10 +77,10 @@ void require_cuda(std::string_view backend, int min_major, int min_minor,
   }
   if (*capability < std::pair{min_major, min_minor}) {
     throw BackendUnavailable(name + " needs a CUDA device with compute capability >= " + needed +
-                             "; the current device has " + std::to_string(capability->first) +
-                             "." + std::to_string(capability->second) +
-                             ". Run on a newer GPU (select it with CUDA_VISIBLE_DEVICES),"
-                             + tail(alternatives));
+                             "; the current device has " + std::to_string(capability->first) + "." +
+                             std::to_string(capability->second) +
+                             ". Run on a newer GPU (select it with CUDA_VISIBLE_DEVICES)," +
+                             tail(alternatives));
   }
 }
 
@@ -117,8 +117,8 @@ void require_npu(std::string_view backend, std::string_view alternatives) {
     throw BackendUnavailable(std::string(backend) +
                              " needs an Ascend NPU: no \"npu\" PrivateUse1 backend is registered "
                              "in this process (torch_npu is not loaded). Load torch_npu's C++ "
-                             "library (libtorch_npu.so) on a machine with an Ascend NPU,"
-                             + tail(alternatives));
+                             "library (libtorch_npu.so) on a machine with an Ascend NPU," +
+                             tail(alternatives));
   }
 }
 

@@ -25,8 +25,8 @@ bool env_true(const char* value) {
 }
 
 struct Slot {
-  std::string name;                         // guarded by State::mutex
-  std::atomic<const Backend*> resolved{};   // set once `name` is found and activated
+  std::string name;                        // guarded by State::mutex
+  std::atomic<const Backend*> resolved{};  // set once `name` is found and activated
 };
 
 struct State {
