@@ -30,9 +30,9 @@ double tolerance(at::ScalarType dtype) {
     case at::kFloat:
       return 1e-5;
     case at::kBFloat16:
-      return 3e-2;
+      return 2e-2;
     case at::kHalf:
-      return 4e-3;
+      return 2.5e-3;
     default:
       return 0.0;
   }
