@@ -68,6 +68,11 @@ at::Tensor run_flash(const AttentionInputs& in) {
   at::Tensor k = repeat_kv_heads(heads_first(in.key), q.size(1));
   at::Tensor v = repeat_kv_heads(heads_first(in.value), q.size(1));
   if (q.is_cpu()) {
+    if (o.dropout_p != 0.0) {
+      throw UnsupportedArgument(
+          "`dropout_p` is not supported by torch's CPU flash kernel (_native_flash on a CPU "
+          "tensor). Pass dropout_p = 0, or use native or _native_math for dropout on CPU.");
+    }
     return heads_first(std::get<0>(at::_scaled_dot_product_flash_attention_for_cpu(
         q, k, v, o.dropout_p, o.is_causal, std::nullopt, o.scale)));
   }
