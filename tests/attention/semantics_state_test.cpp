@@ -141,8 +141,9 @@ TEST_CASE("guards set the backend for a scope and nest and restore on exceptions
   CHECK(ka::active_backend() == initial);
 }
 
-TEST_CASE("set_attention_backend sets the model's layers and the active backend but not other models",
-          "[attention][set]") {
+TEST_CASE(
+    "set_attention_backend sets the model's layers and the active backend but not other models",
+    "[attention][set]") {
   ka::BackendGuard isolate("native");
   MaskedCall call;
   TwoLayerModel a;
