@@ -15,6 +15,10 @@ namespace {
 
 std::mutex g_environment_mutex;
 std::optional<trust::Environment> g_environment;
+// One connection (or one embedded pipeline) for the process: kernelhubd is per host, and a
+// kept connection saves the handshake on every later activation. Guarded by g_fetch_mutex.
+std::mutex g_fetch_mutex;
+std::optional<client::Client> g_client;
 
 bool is_refusal(ErrorCode code) {
   switch (code) {
@@ -66,15 +70,12 @@ std::string hub_fix(const HubKernelSpec& spec, ErrorCode code) {
 }
 
 client::Client& shared_client() {
-  // One connection (or one embedded pipeline) for the process: kernelhubd is per host, and
-  // a kept connection saves the handshake on every later activation.
-  static std::optional<client::Client> client;
-  if (!client) {
+  if (!g_client) {
     auto opened = client::Client::open(process_environment());
     if (!opened) raise(opened.error(), "cannot reach kernelhubd or the kernel cache", "");
-    client.emplace(std::move(*opened));
+    g_client.emplace(std::move(*opened));
   }
-  return *client;
+  return *g_client;
 }
 
 // Select the build for the libtorch and device of this process. Overrides rather than an
@@ -127,8 +128,10 @@ const trust::Environment& process_environment() {
 }
 
 void reload_process_environment() {
+  std::lock_guard fetch_lock(g_fetch_mutex);
   std::lock_guard lock(g_environment_mutex);
   g_environment = trust::Environment::from_process();
+  g_client.reset();  // it was opened with the old environment
 }
 
 std::map<std::string, std::string, std::less<>> parse_local_kernels(std::string_view value) {
@@ -197,8 +200,7 @@ std::shared_ptr<const loader::LoadedKernel> provide_hub_kernel(const HubKernelSp
   request.version = spec.version;
   request.platform = fetch_platform(loader::current_runtime());
 
-  static std::mutex fetch_mutex;  // the shared client carries one request at a time
-  std::lock_guard lock(fetch_mutex);
+  std::lock_guard lock(g_fetch_mutex);  // the shared client carries one request at a time
   auto fetched = shared_client().fetch(request);
   if (!fetched) raise(fetched.error(), context, hub_fix(spec, fetched.error().code));
   auto loaded = loader::load_kernel(to_source(std::move(*fetched)));

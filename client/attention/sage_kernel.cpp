@@ -14,9 +14,10 @@
 namespace kernelhub::attention::detail {
 namespace {
 
-// SageAttention's per-warp granularity: Q scales per 32 query rows, K scales per 64 keys
-// (BLKQ=128 split into WARPQ=32, BLKK=64), tensors in NHD layout.
-constexpr int64_t kQueryBlock = 32;
+// SageAttention's per-warp granularity (sm80 path): Q tiles of 128 rows with one scale per
+// 32-row warp, K scales per 64 keys; tensors in NHD layout.
+constexpr int64_t kQueryTile = 128;
+constexpr int64_t kQueryWarp = 32;
 constexpr int64_t kKeyBlock = 64;
 constexpr int64_t kLayoutNHD = 0;
 constexpr int64_t kPerWarp = 2;
@@ -52,7 +53,7 @@ void SageKernel::activate(const KernelProvider& provide) {
   std::lock_guard lock(mutex_);
   if (attention_) return;
   auto kernel = provide();
-  auto quant_q = find_op(backend_, *kernel, "quant_per_block_int8_cuda");
+  auto quant_q = find_op(backend_, *kernel, "quant_per_warp_int8_cuda");
   auto quant_k = find_op(backend_, *kernel, "quant_per_block_int8_fuse_sub_mean_cuda");
   auto attention = find_op(backend_, *kernel, "qk_int8_sv_f16_accum_f32_attn");
   quant_q_.emplace(std::move(quant_q));
@@ -63,6 +64,10 @@ void SageKernel::activate(const KernelProvider& provide) {
 
 at::Tensor SageKernel::forward(const AttentionInputs& inputs) const {
   const at::Tensor& query = inputs.query;
+  if (query.scalar_type() != at::kHalf && query.scalar_type() != at::kBFloat16) {
+    throw InvalidInput(backend_ + ": SageAttention takes float16 or bfloat16 inputs, got " +
+                       std::string(c10::toString(query.scalar_type())) + ".");
+  }
   const c10::DispatchKey key = c10::computeDispatchKey(query.scalar_type(), query.layout(), query.device());
   if (!attention_->has_kernel_for(key)) {
     throw BackendUnavailable(backend_ + ": the kernel " + kernel_->repo + " has no implementation for " +
@@ -83,19 +88,21 @@ at::Tensor SageKernel::forward(const AttentionInputs& inputs) const {
   const auto f32 = query.options().dtype(at::kFloat);
   const auto i8 = query.options().dtype(at::kChar);
 
-  // Q: int8 per block, with sm_scale * log2(e) folded into its scales.
+  // Q: int8 per 32-row warp of 128-row tiles (the attention op applies sm_scale itself).
   at::Tensor q_int8 = at::empty(q.sizes(), i8);
-  at::Tensor q_scale = at::empty({batch, heads, blocks(seq_q, kQueryBlock)}, f32);
-  quant_q_->call({q, q_int8, q_scale, sm_scale, kQueryBlock, kLayoutNHD});
+  at::Tensor q_scale =
+      at::empty({batch, heads, blocks(seq_q, kQueryTile) * (kQueryTile / kQueryWarp)}, f32);
+  quant_q_->call({q, q_int8, q_scale, kQueryTile, kQueryWarp, kLayoutNHD});
 
   // K: smoothed by its mean over the sequence (cancels in the softmax), then int8 per block.
-  at::Tensor k_mean = at::mean(k, {1}, /*keepdim=*/false, at::kFloat);  // (B, Hkv, D)
+  at::Tensor k_mean = at::mean(k, {1}, /*keepdim=*/false, at::kFloat).to(k.scalar_type());
   at::Tensor k_int8 = at::empty(k.sizes(), i8);
   at::Tensor k_scale = at::empty({batch, heads_kv, blocks(seq_k, kKeyBlock)}, f32);
   quant_k_->call({k, k_mean, k_int8, k_scale, kKeyBlock, kLayoutNHD});
 
+  // P.V in fp16 with fp32 accumulation, as sageattn's sm80 path; the output keeps q's dtype.
   at::Tensor out = at::empty_like(q);
-  attention_->call({q_int8, k_int8, v, out, q_scale, k_scale, kLayoutNHD,
+  attention_->call({q_int8, k_int8, v.to(at::kHalf), out, q_scale, k_scale, kLayoutNHD,
                     int64_t{inputs.options.is_causal ? 1 : 0}, kPerWarp, sm_scale, int64_t{0}});
   return dp == d ? out : out.narrow(-1, 0, d);
 }

@@ -1,6 +1,7 @@
-// SageAttention without Python: the orchestration of `sageattn` (quantise Q per block with
-// the softmax scale folded in, smooth and quantise K per block, int8 QK with fp32-accumulated
-// PV) redone in C++ over the kernel's ops. Shared by sage_hub (SageAttention/sage-attention
+// SageAttention without Python: the orchestration of `sageattn`'s sm80 path (quantise Q to
+// int8 per warp, smooth K by its mean and quantise it per block, int8 QK^T with the softmax
+// scale applied by the attention op, fp16 PV accumulated in fp32) redone in C++ over the
+// kernel's ops. Shared by sage_hub (SageAttention/sage-attention
 // from the Hub) and sage (a local sageattention build).
 #pragma once
 
