@@ -9,6 +9,7 @@
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
+include(${CMAKE_CURRENT_LIST_DIR}/TorchCpu.cmake)  # KH_TORCH_DIR / KH_TORCH_VERSION in this scope
 
 add_library(kernelhub_shared SHARED ${PROJECT_SOURCE_DIR}/cmake/kernelhub_version.cpp)
 set_target_properties(kernelhub_shared PROPERTIES
