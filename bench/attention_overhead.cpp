@@ -60,9 +60,10 @@ int main(int argc, char** argv) {
     direct_ns.push_back(ns_per_call(direct, iterations));
     dispatch_ns.push_back(ns_per_call(dispatched, iterations));
   }
-  std::printf("{\"backend\": \"%s\", \"iterations\": %d, \"rounds\": %d, \"direct_ns\": %.1f, "
-              "\"dispatch_ns\": %.1f}\n",
-              kernelhub::attention::active_backend().c_str(), iterations, rounds,
-              median(direct_ns), median(dispatch_ns));
+  std::printf(
+      "{\"backend\": \"%s\", \"iterations\": %d, \"rounds\": %d, \"direct_ns\": %.1f, "
+      "\"dispatch_ns\": %.1f}\n",
+      kernelhub::attention::active_backend().c_str(), iterations, rounds, median(direct_ns),
+      median(dispatch_ns));
   return 0;
 }

@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double lookup_ns = since_ns(lookup_start);
-  std::printf("{\"bytes\": %lld, \"open_ns\": %.0f, \"load_ns\": %.0f, \"lookup_ns\": %.0f, "
-              "\"total_ns\": %.0f}\n",
-              bytes, open_ns, load_ns, lookup_ns, since_ns(start));
+  std::printf(
+      "{\"bytes\": %lld, \"open_ns\": %.0f, \"load_ns\": %.0f, \"lookup_ns\": %.0f, "
+      "\"total_ns\": %.0f}\n",
+      bytes, open_ns, load_ns, lookup_ns, since_ns(start));
   return 0;
 }

@@ -39,15 +39,15 @@ at::Tensor flash2_forward(const loader::KernelOp& fwd, const AttentionInputs& in
   auto v = contiguous_last_dim(pad_head_dim(inputs.value, 8));
   // fwd(q, k, v, out_, alibi_slopes_, p_dropout, softmax_scale, is_causal,
   //     window_size_left, window_size_right, softcap, return_softmax, gen_) -> Tensor[]
-  auto outputs = loader::output_tensors(fwd.call({q, k, v, c10::IValue(), c10::IValue(),
-                                                  inputs.options.dropout_p, softmax_scale(inputs),
-                                                  inputs.options.is_causal, int64_t{-1},
-                                                  int64_t{-1}, 0.0, false, c10::IValue()}));
+  auto outputs = loader::output_tensors(fwd.call(
+      {q, k, v, c10::IValue(), c10::IValue(), inputs.options.dropout_p, softmax_scale(inputs),
+       inputs.options.is_causal, int64_t{-1}, int64_t{-1}, 0.0, false, c10::IValue()}));
   at::Tensor out = outputs.at(0);
   return out.size(-1) == d ? out : out.narrow(-1, 0, d);
 }
 
-at::Tensor flash2_varlen_forward(const loader::KernelOp& varlen_fwd, const AttentionInputs& inputs) {
+at::Tensor flash2_varlen_forward(const loader::KernelOp& varlen_fwd,
+                                 const AttentionInputs& inputs) {
   const int64_t d = inputs.query.size(-1);
   VarlenPack pack = pack_varlen(inputs.query, inputs.key, inputs.value, inputs.options.attn_mask);
   auto q = contiguous_last_dim(pad_head_dim(pack.query, 8));
@@ -57,11 +57,27 @@ at::Tensor flash2_varlen_forward(const loader::KernelOp& varlen_fwd, const Atten
   //   block_table_, alibi_slopes_, max_seqlen_q, max_seqlen_k, p_dropout, softmax_scale,
   //   zero_tensors, is_causal, window_size_left, window_size_right, softcap,
   //   return_softmax, gen_) -> Tensor[]
-  auto outputs = loader::output_tensors(varlen_fwd.call(
-      {q, k, v, c10::IValue(), pack.cu_seqlens_q, pack.cu_seqlens_k, c10::IValue(),
-       c10::IValue(), c10::IValue(), c10::IValue(), pack.max_seqlen_q, pack.max_seqlen_k,
-       inputs.options.dropout_p, softmax_scale(inputs), false, inputs.options.is_causal,
-       int64_t{-1}, int64_t{-1}, 0.0, false, c10::IValue()}));
+  auto outputs = loader::output_tensors(varlen_fwd.call({q,
+                                                         k,
+                                                         v,
+                                                         c10::IValue(),
+                                                         pack.cu_seqlens_q,
+                                                         pack.cu_seqlens_k,
+                                                         c10::IValue(),
+                                                         c10::IValue(),
+                                                         c10::IValue(),
+                                                         c10::IValue(),
+                                                         pack.max_seqlen_q,
+                                                         pack.max_seqlen_k,
+                                                         inputs.options.dropout_p,
+                                                         softmax_scale(inputs),
+                                                         false,
+                                                         inputs.options.is_causal,
+                                                         int64_t{-1},
+                                                         int64_t{-1},
+                                                         0.0,
+                                                         false,
+                                                         c10::IValue()}));
   at::Tensor out = outputs.at(0);
   if (out.size(-1) != d) out = out.narrow(-1, 0, d);
   return unpack_varlen_output(out, pack);
@@ -73,12 +89,9 @@ at::Tensor flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& in
   std::optional<VarlenPack> pack;
   if (varlen) {
     pack = pack_varlen(inputs.query, inputs.key, inputs.value, inputs.options.attn_mask);
-    arguments = {{"q", contiguous_last_dim(pack->query)},
-                 {"k", contiguous_last_dim(pack->key)},
-                 {"v", contiguous_last_dim(pack->value)},
-                 {"cu_seqlens_q", pack->cu_seqlens_q},
-                 {"cu_seqlens_k", pack->cu_seqlens_k},
-                 {"max_seqlen_q", pack->max_seqlen_q},
+    arguments = {{"q", contiguous_last_dim(pack->query)}, {"k", contiguous_last_dim(pack->key)},
+                 {"v", contiguous_last_dim(pack->value)}, {"cu_seqlens_q", pack->cu_seqlens_q},
+                 {"cu_seqlens_k", pack->cu_seqlens_k},    {"max_seqlen_q", pack->max_seqlen_q},
                  {"max_seqlen_k", pack->max_seqlen_k}};
   } else {
     arguments = {{"q", contiguous_last_dim(inputs.query)},
@@ -96,8 +109,8 @@ Backend make_flash2_backend(std::string name, std::shared_ptr<LazyOp> op, bool v
   Backend backend;
   backend.name = std::move(name);
   backend.constraints = {check_device, check_qkv_dtype_bf16_or_fp16, check_shape};
-  backend.honours = {.attn_mask = varlen, .dropout_p = true, .is_causal = true, .scale = true,
-                     .enable_gqa = true};
+  backend.honours = {
+      .attn_mask = varlen, .dropout_p = true, .is_causal = true, .scale = true, .enable_gqa = true};
   backend.mask_refusal = "`attn_mask` is not supported for flash-attn 2.";
   backend.activate = [op] { op->activate(); };
   backend.run = [op, varlen](const AttentionInputs& inputs) {
@@ -111,7 +124,10 @@ Backend make_flash3_backend(std::string name, std::shared_ptr<LazyOp> op, bool v
   backend.name = std::move(name);
   backend.constraints = {check_device, check_qkv_dtype_bf16_or_fp16, check_shape};
   // FA3 has no dropout: refused rather than dropped.
-  backend.honours = {.attn_mask = varlen, .dropout_p = false, .is_causal = true, .scale = true,
+  backend.honours = {.attn_mask = varlen,
+                     .dropout_p = false,
+                     .is_causal = true,
+                     .scale = true,
                      .enable_gqa = true};
   backend.mask_refusal = "`attn_mask` is not supported for flash-attn 3.";
   backend.activate = [op] { op->activate(); };

@@ -8,9 +8,9 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "client/attention/backend.hpp"
 #include <memory>
 #include <string>
+#include "client/attention/backend.hpp"
 
 #include "client/attention/lazy_op.hpp"
 #include "loader/kernel_ops.hpp"

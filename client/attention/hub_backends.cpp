@@ -19,8 +19,8 @@ namespace {
 std::shared_ptr<LazyOp> hub_op(std::string_view backend, std::string_view repo, int version,
                                std::string op) {
   HubKernelSpec spec{backend, repo, version};
-  return std::make_shared<LazyOp>(std::string(backend),
-                                  [spec] { return provide_hub_kernel(spec); }, std::move(op));
+  return std::make_shared<LazyOp>(
+      std::string(backend), [spec] { return provide_hub_kernel(spec); }, std::move(op));
 }
 
 constexpr std::string_view kFlash2Repo = "kernels-community/flash-attn2";
@@ -33,8 +33,8 @@ Backend sage_backend(std::shared_ptr<SageKernel> sage) {
   // Diffusers also requires a CUDA device; here the kernel decides: its ops must have an
   // implementation for the tensors' device (checked per call by the SageKernel).
   backend.constraints = {check_device, check_qkv_dtype_bf16_or_fp16, check_shape};
-  backend.honours = {.attn_mask = false, .dropout_p = false, .is_causal = true, .scale = true,
-                     .enable_gqa = true};
+  backend.honours = {
+      .attn_mask = false, .dropout_p = false, .is_causal = true, .scale = true, .enable_gqa = true};
   backend.mask_refusal = "`attn_mask` is not supported for sage attention.";
   backend.activate = [sage] {
     sage->activate([] { return provide_hub_kernel({"sage_hub", kSageRepo, 3}); });

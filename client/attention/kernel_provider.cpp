@@ -54,7 +54,8 @@ std::string hub_fix(const HubKernelSpec& spec, ErrorCode code) {
              "allow it.";
     case ErrorCode::remote_code_disabled:
       return "Remote kernels are disabled by DIFFUSERS_DISABLE_REMOTE_CODE; unset it, point "
-             "LOCAL_KERNELS=" + repo + "=<path> at a local build, or use a native backend.";
+             "LOCAL_KERNELS=" +
+             repo + "=<path> at a local build, or use a native backend.";
     case ErrorCode::offline_not_cached:
     case ErrorCode::network:
     case ErrorCode::timeout:
@@ -62,7 +63,8 @@ std::string hub_fix(const HubKernelSpec& spec, ErrorCode code) {
              std::to_string(spec.version) + "`.";
     case ErrorCode::no_matching_variant:
     case ErrorCode::incompatible_kernel:
-      return "No build of " + repo + " fits this process; use a native backend or a matching "
+      return "No build of " + repo +
+             " fits this process; use a native backend or a matching "
              "libtorch.";
     default:
       return {};
@@ -111,7 +113,8 @@ loader::KernelSource to_source(client::FetchedKernel&& fetched) {
 std::shared_ptr<const loader::LoadedKernel> load_local(std::string_view backend,
                                                        std::string_view key,
                                                        const std::string& path) {
-  const std::string context = std::string(backend) + ": local kernel " + std::string(key) + " at " + path;
+  const std::string context =
+      std::string(backend) + ": local kernel " + std::string(key) + " at " + path;
   auto source = loader::open_local_kernel(path, "local:" + path, loader::current_runtime());
   if (!source) raise(source.error(), context, "Check the LOCAL_KERNELS entry.");
   auto loaded = loader::load_kernel(std::move(*source));
@@ -191,8 +194,8 @@ std::shared_ptr<const loader::LoadedKernel> provide_hub_kernel(const HubKernelSp
     return load_local(spec.backend, spec.repo, local->second);
   }
 
-  const std::string context = std::string(spec.backend) + ": cannot use " +
-                              std::string(spec.repo) + " v" + std::to_string(spec.version);
+  const std::string context = std::string(spec.backend) + ": cannot use " + std::string(spec.repo) +
+                              " v" + std::to_string(spec.version);
   auto repo = trust::RepoId::parse(spec.repo);
   if (!repo) raise(repo.error(), context, "");
   hub::FetchRequest request;
@@ -218,12 +221,13 @@ std::shared_ptr<const loader::LoadedKernel> provide_local_library(const LibraryS
   if (local == locals.end()) {
     throw BackendUnavailable("Backend '" + std::string(spec.backend) +
                              "' is not usable because of missing package or the version is too "
-                             "old: no " + std::string(spec.library) + " in LOCAL_KERNELS. " + install);
+                             "old: no " +
+                             std::string(spec.library) + " in LOCAL_KERNELS. " + install);
   }
-  const std::string context = std::string(spec.backend) + ": " + std::string(spec.library) +
-                              " at " + local->second;
-  auto source = loader::open_local_kernel(local->second, "local:" + local->second,
-                                          loader::current_runtime());
+  const std::string context =
+      std::string(spec.backend) + ": " + std::string(spec.library) + " at " + local->second;
+  auto source =
+      loader::open_local_kernel(local->second, "local:" + local->second, loader::current_runtime());
   if (!source) raise(source.error(), context, install);
   if (!spec.min_version.empty()) {
     auto metadata = loader::read_metadata(*source);

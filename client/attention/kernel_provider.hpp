@@ -36,10 +36,10 @@ struct HubKernelSpec {
 std::shared_ptr<const loader::LoadedKernel> provide_hub_kernel(const HubKernelSpec& spec);
 
 struct LibrarySpec {
-  std::string_view backend;       // "flash"
-  std::string_view library;       // LOCAL_KERNELS key: "flash-attn"
-  std::string_view min_version;   // "2.6.3"; empty: no pin
-  std::string_view requirement;   // what Diffusers asks for: "flash-attn>=2.6.3"
+  std::string_view backend;      // "flash"
+  std::string_view library;      // LOCAL_KERNELS key: "flash-attn"
+  std::string_view min_version;  // "2.6.3"; empty: no pin
+  std::string_view requirement;  // what Diffusers asks for: "flash-attn>=2.6.3"
 };
 
 // A locally installed kernel library (LOCAL_KERNELS[library]) whose metadata version

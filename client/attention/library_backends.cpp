@@ -26,8 +26,8 @@ constexpr LibrarySpec kXformers{"xformers", "xformers", "0.0.29", "xformers>=0.0
 
 std::shared_ptr<LazyOp> library_op(std::string_view backend, LibrarySpec spec, std::string op) {
   spec.backend = backend;
-  return std::make_shared<LazyOp>(std::string(backend),
-                                  [spec] { return provide_local_library(spec); }, std::move(op));
+  return std::make_shared<LazyOp>(
+      std::string(backend), [spec] { return provide_local_library(spec); }, std::move(op));
 }
 
 Backend refused_backend(std::string name, std::vector<Constraint> constraints,
@@ -50,8 +50,8 @@ Backend sage_library_backend(std::string name, std::function<void()> require_dev
   Backend backend;
   backend.name = name;
   backend.constraints = {check_device, check_qkv_dtype_bf16_or_fp16, check_shape};
-  backend.honours = {.attn_mask = false, .dropout_p = false, .is_causal = true, .scale = true,
-                     .enable_gqa = true};
+  backend.honours = {
+      .attn_mask = false, .dropout_p = false, .is_causal = true, .scale = true, .enable_gqa = true};
   backend.mask_refusal = "`attn_mask` is not supported for sage attention.";
   backend.activate = [sage, name, require_device] {
     require_device();
@@ -85,8 +85,8 @@ Backend xformers_backend() {
   Backend backend;
   backend.name = "xformers";
   backend.constraints = {check_attn_mask_or_causal, check_device, check_shape};
-  backend.honours = {.attn_mask = true, .dropout_p = true, .is_causal = true, .scale = true,
-                     .enable_gqa = true};
+  backend.honours = {
+      .attn_mask = true, .dropout_p = true, .is_causal = true, .scale = true, .enable_gqa = true};
   backend.activate = [op] { op->activate(); };
   backend.run = [op](const AttentionInputs& inputs) {
     const auto& options = inputs.options;
@@ -109,8 +109,8 @@ Backend xformers_backend() {
     }
     c10::IValue scale;
     if (options.scale) scale = *options.scale;
-    return loader::output_tensors(op->op().call({inputs.query, key, value, bias,
-                                                 options.dropout_p, scale, options.is_causal}))
+    return loader::output_tensors(op->op().call({inputs.query, key, value, bias, options.dropout_p,
+                                                 scale, options.is_causal}))
         .at(0);
   };
   return backend;
@@ -120,11 +120,12 @@ Backend xformers_backend() {
 
 void register_library_backends(std::vector<Backend>& table) {
   table.push_back(make_flash2_backend("flash", library_op("flash", kFlashAttn, "fwd"), false));
-  table.push_back(make_flash2_backend(
-      "flash_varlen", library_op("flash_varlen", kFlashAttn, "varlen_fwd"), true));
-  table.push_back(make_flash3_backend("_flash_3", library_op("_flash_3", kFlashAttn3, "fwd"), false));
-  table.push_back(make_flash3_backend(
-      "_flash_varlen_3", library_op("_flash_varlen_3", kFlashAttn3, "fwd"), true));
+  table.push_back(make_flash2_backend("flash_varlen",
+                                      library_op("flash_varlen", kFlashAttn, "varlen_fwd"), true));
+  table.push_back(
+      make_flash3_backend("_flash_3", library_op("_flash_3", kFlashAttn3, "fwd"), false));
+  table.push_back(make_flash3_backend("_flash_varlen_3",
+                                      library_op("_flash_varlen_3", kFlashAttn3, "fwd"), true));
 
   table.push_back(sage_library_backend("sage", [] {}));
   table.push_back(refused_backend(
@@ -142,9 +143,8 @@ void register_library_backends(std::vector<Backend>& table) {
       [] { require_cuda("_sage_qk_int8_pv_fp8_cuda_sm90", 9, 0); },
       "kernelhub has no C++ port of SageAttention's sm90 fp8 PV orchestration; use "
       "_sage_qk_int8_pv_fp16_cuda or sage."));
-  Backend fp16_cuda = sage_library_backend("_sage_qk_int8_pv_fp16_cuda", [] {
-    require_cuda("_sage_qk_int8_pv_fp16_cuda", 8, 0);
-  });
+  Backend fp16_cuda = sage_library_backend(
+      "_sage_qk_int8_pv_fp16_cuda", [] { require_cuda("_sage_qk_int8_pv_fp16_cuda", 8, 0); });
   fp16_cuda.constraints = {check_device_cuda_atleast_sm<8, 0>, check_shape};
   table.push_back(std::move(fp16_cuda));
   table.push_back(refused_backend(

@@ -68,10 +68,11 @@ at::Tensor SageKernel::forward(const AttentionInputs& inputs) const {
     throw InvalidInput(backend_ + ": SageAttention takes float16 or bfloat16 inputs, got " +
                        std::string(c10::toString(query.scalar_type())) + ".");
   }
-  const c10::DispatchKey key = c10::computeDispatchKey(query.scalar_type(), query.layout(), query.device());
+  const c10::DispatchKey key =
+      c10::computeDispatchKey(query.scalar_type(), query.layout(), query.device());
   if (!attention_->has_kernel_for(key)) {
-    throw BackendUnavailable(backend_ + ": the kernel " + kernel_->repo + " has no implementation for " +
-                             query.device().str() + " tensors.");
+    throw BackendUnavailable(backend_ + ": the kernel " + kernel_->repo +
+                             " has no implementation for " + query.device().str() + " tensors.");
   }
   const int64_t batch = query.size(0);
   const int64_t seq_q = query.size(1);

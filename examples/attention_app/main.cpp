@@ -72,12 +72,14 @@ int main(int argc, char** argv) {
 
     ka::set_attention_backend(*model, backend);  // fetch + verify + dlopen happen here
     const at::Tensor result = model->forward(x);
-    const double max_diff = at::abs(result.to(at::kFloat) - reference.to(at::kFloat)).max().item<double>();
+    const double max_diff =
+        at::abs(result.to(at::kFloat) - reference.to(at::kFloat)).max().item<double>();
     std::printf("%s: ran %d layers; largest difference from native: %.6g\n", backend.c_str(), 2,
                 max_diff);
     // bf16 attention through a different kernel: differences of a few bf16 ulps are expected.
     if (!(max_diff < 0.1)) {
-      std::fprintf(stderr, "attention_app: %s differs from native by %g\n", backend.c_str(), max_diff);
+      std::fprintf(stderr, "attention_app: %s differs from native by %g\n", backend.c_str(),
+                   max_diff);
       return 1;
     }
     return 0;

@@ -2,8 +2,8 @@
 // (kernelhub serve) into a private cache, verified and dlopen'ed without Python; each result
 // is compared with ATen SDPA computed independently in fp32.
 #include <ATen/ops/arange.h>
-#include <ATen/ops/randn.h>
 #include <ATen/ops/rand.h>
+#include <ATen/ops/randn.h>
 
 #include "client/attention/include/kernelhub/attention.hpp"
 #include "tests/attention/hub_environment.hpp"
@@ -48,7 +48,8 @@ const Shape kShapes[] = {
     {1, 40, 72, 4, 4, 64},   // different query and key lengths
 };
 
-void check_backend(const std::string& backend, bool varlen, at::ScalarType dtype, double tolerance) {
+void check_backend(const std::string& backend, bool varlen, at::ScalarType dtype,
+                   double tolerance) {
   ka::BackendGuard guard(backend);
   for (const Shape& s : kShapes) {
     for (bool causal : {false, true}) {
@@ -71,7 +72,8 @@ void check_backend(const std::string& backend, bool varlen, at::ScalarType dtype
       options.attn_mask = scattered_key_mask(s.batch, s.seq_k);
       options.enable_gqa = s.heads != s.heads_kv;
       const at::Tensor out = ka::dispatch_attention(in.q, in.k, in.v, options);
-      const double diff = max_abs_diff(out, sdpa_reference(in.q, in.k, in.v, false, options.attn_mask));
+      const double diff =
+          max_abs_diff(out, sdpa_reference(in.q, in.k, in.v, false, options.attn_mask));
       INFO(backend << " with a scattered key-padding mask, D" << s.head_dim);
       CHECK(diff <= tolerance);
     }
@@ -90,7 +92,8 @@ TEST_CASE("flash_hub pads head sizes that are not a multiple of 8", "[hub]") {
   HubEnvironment hub;
   ka::BackendGuard guard("flash_hub");
   const Inputs in = make_inputs({1, 16, 16, 2, 2, 36}, at::kFloat);
-  CHECK(max_abs_diff(ka::dispatch_attention(in.q, in.k, in.v), sdpa_reference(in.q, in.k, in.v)) <= 1e-5);
+  CHECK(max_abs_diff(ka::dispatch_attention(in.q, in.k, in.v), sdpa_reference(in.q, in.k, in.v)) <=
+        1e-5);
 }
 
 TEST_CASE("flash_varlen_hub honours key-padding masks with valid keys anywhere", "[hub]") {

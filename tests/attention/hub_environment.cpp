@@ -4,12 +4,12 @@
 
 #include <cstdlib>
 
+#include <ATen/core/TensorBody.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/max.h>
-#include <ATen/ops/sub.h>
-#include <ATen/core/TensorBody.h>
 #include <ATen/ops/repeat_interleave.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
+#include <ATen/ops/sub.h>
 
 #include "client/attention/kernel_provider.hpp"
 
@@ -27,23 +27,31 @@ void set_dispatcher_env(const std::map<std::string, std::string>& env) {
 }
 
 std::filesystem::path fixture_root() { return std::filesystem::path(KH_BUILD_DIR) / "fixtures"; }
-std::filesystem::path local_fixture(const std::string& name) { return fixture_root() / "local" / name; }
+std::filesystem::path local_fixture(const std::string& name) {
+  return fixture_root() / "local" / name;
+}
 
 HubEnvironment::HubEnvironment(HubEnvironmentOptions options) : cache_(dir_.path() / "cache") {
   const std::string bin = KH_BIN_DIR;
   const auto port_file = dir_.path() / "port";
-  server_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
-      bin + "/kernelhub", "serve", "--root", KH_FIXTURE_HUB, "--port", "0", "--port-file",
-      port_file.string(), "--test-endpoints"});
+  server_ = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{bin + "/kernelhub", "serve", "--root", KH_FIXTURE_HUB, "--port", "0",
+                               "--port-file", port_file.string(), "--test-endpoints"});
   std::string port = wait_for_file(port_file);
   while (!port.empty() && (port.back() == '\n' || port.back() == '\r')) port.pop_back();
   endpoint_ = "http://127.0.0.1:" + port;
 
   std::map<std::string, std::string> env = {
-      {"HF_ENDPOINT", endpoint_}, {"HF_HUB_CACHE", cache_.string()}, {"HF_HOME", (dir_.path() / "hf").string()},
-      {"HF_HUB_OFFLINE", ""}, {"HF_TOKEN", ""}, {"LOCAL_KERNELS", ""},
-      {"DIFFUSERS_TRUST_REMOTE_KERNELS", ""}, {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
-      {"KERNELHUB_REQUIRE_DAEMON", ""}, {"KERNELHUB_POLICY", ""},
+      {"HF_ENDPOINT", endpoint_},
+      {"HF_HUB_CACHE", cache_.string()},
+      {"HF_HOME", (dir_.path() / "hf").string()},
+      {"HF_HUB_OFFLINE", ""},
+      {"HF_TOKEN", ""},
+      {"LOCAL_KERNELS", ""},
+      {"DIFFUSERS_TRUST_REMOTE_KERNELS", ""},
+      {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
+      {"KERNELHUB_REQUIRE_DAEMON", ""},
+      {"KERNELHUB_POLICY", ""},
       // No daemon unless asked: a socket path that does not exist means embedded mode.
       {"KERNELHUB_SOCKET", (dir_.path() / "no-daemon.sock").string()}};
   if (options.with_daemon) {
@@ -64,8 +72,9 @@ HubEnvironment::HubEnvironment(HubEnvironmentOptions options) : cache_(dir_.path
 
 HubEnvironment::~HubEnvironment() = default;
 
-at::Tensor sdpa_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
-                          const std::optional<at::Tensor>& key_mask, std::optional<double> scale) {
+at::Tensor sdpa_reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          bool causal, const std::optional<at::Tensor>& key_mask,
+                          std::optional<double> scale) {
   at::Tensor key = k.to(at::kFloat);
   at::Tensor value = v.to(at::kFloat);
   const int64_t groups = q.size(2) / k.size(2);

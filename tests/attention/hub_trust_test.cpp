@@ -54,7 +54,8 @@ TEST_CASE("sage_hub is refused without DIFFUSERS_TRUST_REMOTE_KERNELS", "[hub][t
   CHECK_FALSE(namespace_registered("_sage_attention_cpu_"));
 }
 
-TEST_CASE("DIFFUSERS_DISABLE_REMOTE_CODE refuses every remote kernel and trusted ones too", "[hub][trust]") {
+TEST_CASE("DIFFUSERS_DISABLE_REMOTE_CODE refuses every remote kernel and trusted ones too",
+          "[hub][trust]") {
   HubEnvironment hub({.env = {{"DIFFUSERS_DISABLE_REMOTE_CODE", "true"},
                               {"DIFFUSERS_TRUST_REMOTE_KERNELS", "true"}}});
   for (const char* backend :
@@ -75,11 +76,13 @@ TEST_CASE("a cached .so with one byte changed is refused before dlopen", "[hub][
        "--version", "3", "--cache-dir", hub.cache().string()});
   REQUIRE(download.exit_code == 0);
   std::filesystem::path so;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(hub.cache() / "kernels--kernels-community--flash-attn2" / "snapshots")) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(
+           hub.cache() / "kernels--kernels-community--flash-attn2" / "snapshots")) {
     if (entry.path().extension() == ".so") so = std::filesystem::canonical(entry.path());
   }
   REQUIRE_FALSE(so.empty());
-  std::filesystem::permissions(so, std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+  std::filesystem::permissions(so, std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::add);
   {
     std::fstream file(so, std::ios::in | std::ios::out | std::ios::binary);
     file.seekg(4096);
@@ -89,7 +92,8 @@ TEST_CASE("a cached .so with one byte changed is refused before dlopen", "[hub][
     file.seekp(4096);
     file.write(&byte, 1);
   }
-  std::filesystem::permissions(so, std::filesystem::perms::owner_write, std::filesystem::perm_options::remove);
+  std::filesystem::permissions(so, std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::remove);
   kernelhub::testing::set_dispatcher_env({{"HF_HUB_OFFLINE", "1"}});  // use the cache as it is
 
   try {
@@ -102,7 +106,8 @@ TEST_CASE("a cached .so with one byte changed is refused before dlopen", "[hub][
   run_native_still_works();
 }
 
-TEST_CASE("a kernel referencing Python data symbols is refused and the process lives on", "[hub][loader]") {
+TEST_CASE("a kernel referencing Python data symbols is refused and the process lives on",
+          "[hub][loader]") {
   HubEnvironment hub;
   namespace detail = ka::detail;
   try {

@@ -32,7 +32,8 @@ struct Inputs {
 
 Inputs make_inputs(int64_t heads, int64_t heads_kv, int64_t head_dim, at::ScalarType dtype) {
   at::manual_seed(3);
-  return {at::randn({2, 48, heads, head_dim}).to(dtype), at::randn({2, 48, heads_kv, head_dim}).to(dtype),
+  return {at::randn({2, 48, heads, head_dim}).to(dtype),
+          at::randn({2, 48, heads_kv, head_dim}).to(dtype),
           at::randn({2, 48, heads_kv, head_dim}).to(dtype)};
 }
 
@@ -90,8 +91,10 @@ TEST_CASE("xformers runs a local xformers build with additive and boolean masks"
   const Inputs in = make_inputs(4, 4, 64, at::kFloat);
   ka::AttentionOptions options;
   options.attn_mask = at::randn({2, 4, 48, 48});
-  const at::Tensor expected = at::scaled_dot_product_attention(
-      in.q.transpose(1, 2), in.k.transpose(1, 2), in.v.transpose(1, 2), options.attn_mask).transpose(1, 2);
+  const at::Tensor expected =
+      at::scaled_dot_product_attention(in.q.transpose(1, 2), in.k.transpose(1, 2),
+                                       in.v.transpose(1, 2), options.attn_mask)
+          .transpose(1, 2);
   CHECK(max_abs_diff(ka::dispatch_attention(in.q, in.k, in.v, options), expected) <= 1e-5);
 }
 
@@ -115,7 +118,8 @@ TEST_CASE("a library backend without LOCAL_KERNELS says how to provide it", "[li
   }
 }
 
-TEST_CASE("backends that need a GPU or Python refuse on this CPU machine with the reason", "[library]") {
+TEST_CASE("backends that need a GPU or Python refuse on this CPU machine with the reason",
+          "[library]") {
   set_dispatcher_env({{"LOCAL_KERNELS", local_kernels()}});
   const std::pair<const char*, const char*> expected[] = {
       {"sage_varlen", "CUDA"},

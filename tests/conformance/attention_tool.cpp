@@ -30,11 +30,13 @@ at::ScalarType dtype_of(const std::string& name) {
 
 at::Tensor read_tensor(const nlohmann::json& spec) {
   std::ifstream in(spec.at("file").get<std::string>(), std::ios::binary);
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
   const auto shape = spec.at("shape").get<std::vector<int64_t>>();
   at::Tensor tensor = at::empty(shape, at::TensorOptions().dtype(dtype_of(spec.at("dtype"))));
   if (static_cast<size_t>(tensor.nbytes()) != bytes.size()) {
-    throw std::invalid_argument("size of " + spec.at("file").get<std::string>() + " does not match its shape");
+    throw std::invalid_argument("size of " + spec.at("file").get<std::string>() +
+                                " does not match its shape");
   }
   std::memcpy(tensor.data_ptr(), bytes.data(), bytes.size());
   return tensor;
@@ -58,10 +60,12 @@ int main(int argc, char** argv) {
     options.enable_gqa = spec.at("enable_gqa");
     options.backend = spec.at("backend").get<std::string>();
     const at::Tensor out = kernelhub::attention::dispatch_attention(
-        read_tensor(spec.at("query")), read_tensor(spec.at("key")), read_tensor(spec.at("value")),
-        options).contiguous();
+                               read_tensor(spec.at("query")), read_tensor(spec.at("key")),
+                               read_tensor(spec.at("value")), options)
+                               .contiguous();
     std::ofstream(spec.at("output").get<std::string>(), std::ios::binary)
-        .write(static_cast<const char*>(out.data_ptr()), static_cast<std::streamsize>(out.nbytes()));
+        .write(static_cast<const char*>(out.data_ptr()),
+               static_cast<std::streamsize>(out.nbytes()));
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kh_attention_tool: %s\n", e.what());
