@@ -2,6 +2,7 @@
 // writes the output back, so Python can compare it with Diffusers' dispatch_attention_fn on
 // identical inputs. Linked against libkernelhub, the library apps use.
 //   kh_attention_tool <spec.json>
+//   kh_attention_tool --list-backends      (one name a line, list_backends() order)
 // spec: {"query"|"key"|"value"|"attn_mask": {"file", "shape", "dtype"}, "dropout_p",
 //        "is_causal", "scale", "enable_gqa", "backend", "output"}
 #include <kernelhub/attention_dispatch.hpp>
@@ -45,6 +46,11 @@ at::Tensor read_tensor(const nlohmann::json& spec) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--list-backends") {
+    for (const auto& name : kernelhub::attention::list_backends())
+      std::printf("%s\n", name.c_str());
+    return 0;
+  }
   if (argc != 2) {
     std::fprintf(stderr, "usage: kh_attention_tool <spec.json>\n");
     return 2;

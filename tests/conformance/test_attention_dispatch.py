@@ -74,3 +74,10 @@ def test_native_matches_diffusers(case, tmp_path):
     tolerance = 1e-6 if dtype == torch.float32 else 1e-2
     diff = (ours.float() - theirs.float()).abs().max().item()
     assert diff <= tolerance, f"{case}: max difference {diff}"
+
+
+def test_backend_names_match_diffusers():
+    from diffusers.models.attention_dispatch import AttentionBackendName
+
+    run = subprocess.run([str(TOOL), "--list-backends"], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == [b.value for b in AttentionBackendName]
