@@ -48,34 +48,32 @@ const Shape kShapes[] = {
     {1, 40, 72, 4, 4, 64},   // different query and key lengths
 };
 
+// One dispatch on `s`, compared with SDPA; `key_mask` is a boolean key-padding mask.
+void check_case(const std::string& backend, const Shape& s, at::ScalarType dtype, double tolerance,
+                bool causal, const std::optional<at::Tensor>& key_mask) {
+  const Inputs in = make_inputs(s, dtype);
+  ka::AttentionOptions options;
+  options.is_causal = causal;
+  options.attn_mask = key_mask;
+  options.enable_gqa = s.heads != s.heads_kv;
+  const at::Tensor out = ka::dispatch_attention(in.q, in.k, in.v, options);
+  INFO(backend << " B" << s.batch << " Sq" << s.seq_q << " Sk" << s.seq_k << " H" << s.heads << "/"
+               << s.heads_kv << " D" << s.head_dim << " causal " << causal << " mask "
+               << key_mask.has_value());
+  CHECK(out.sizes() == in.q.sizes());
+  CHECK(out.scalar_type() == dtype);
+  CHECK(max_abs_diff(out, sdpa_reference(in.q, in.k, in.v, causal, key_mask)) <= tolerance);
+}
+
 void check_backend(const std::string& backend, bool varlen, at::ScalarType dtype,
                    double tolerance) {
   ka::BackendGuard guard(backend);
   for (const Shape& s : kShapes) {
-    for (bool causal : {false, true}) {
-      if (causal && s.seq_q != s.seq_k) continue;  // flash aligns causal masks bottom-right
-      const Inputs in = make_inputs(s, dtype);
-      ka::AttentionOptions options;
-      options.is_causal = causal;
-      options.enable_gqa = s.heads != s.heads_kv;
-      const at::Tensor out = ka::dispatch_attention(in.q, in.k, in.v, options);
-      CHECK(out.sizes() == in.q.sizes());
-      CHECK(out.scalar_type() == dtype);
-      const double diff = max_abs_diff(out, sdpa_reference(in.q, in.k, in.v, causal));
-      INFO(backend << " B" << s.batch << " Sq" << s.seq_q << " Sk" << s.seq_k << " H" << s.heads
-                   << "/" << s.heads_kv << " D" << s.head_dim << " causal " << causal);
-      CHECK(diff <= tolerance);
-    }
+    check_case(backend, s, dtype, tolerance, false, std::nullopt);
+    // flash aligns causal masks bottom-right, SDPA top-left: compare where they agree.
+    if (s.seq_q == s.seq_k) check_case(backend, s, dtype, tolerance, true, std::nullopt);
     if (varlen) {
-      const Inputs in = make_inputs(s, dtype);
-      ka::AttentionOptions options;
-      options.attn_mask = scattered_key_mask(s.batch, s.seq_k);
-      options.enable_gqa = s.heads != s.heads_kv;
-      const at::Tensor out = ka::dispatch_attention(in.q, in.k, in.v, options);
-      const double diff =
-          max_abs_diff(out, sdpa_reference(in.q, in.k, in.v, false, options.attn_mask));
-      INFO(backend << " with a scattered key-padding mask, D" << s.head_dim);
-      CHECK(diff <= tolerance);
+      check_case(backend, s, dtype, tolerance, false, scattered_key_mask(s.batch, s.seq_k));
     }
   }
 }
