@@ -45,8 +45,9 @@ Backend refused_backend(std::string name, std::vector<Constraint> constraints,
   return backend;
 }
 
-Backend sage_library_backend(std::string name, std::function<void()> require_device) {
-  auto sage = std::make_shared<SageKernel>(name);
+Backend sage_library_backend(std::string name, std::function<void()> require_device,
+                             SagePath path = SagePath::fp16_pv) {
+  auto sage = std::make_shared<SageKernel>(name, path);
   Backend backend;
   backend.name = name;
   backend.constraints = {check_device, check_qkv_dtype_bf16_or_fp16, check_shape};
@@ -133,16 +134,18 @@ void register_library_backends(std::vector<Backend>& table) {
       [] { require_cuda("sage_varlen", 8, 0); },
       "sageattn_varlen quantises with Triton kernels launched from Python; sageattention has no "
       "compiled varlen op. Use flash_varlen_hub for key-padding masks."));
-  table.push_back(refused_backend(
-      "_sage_qk_int8_pv_fp8_cuda", {check_device_cuda_atleast_sm<9, 0>, check_shape},
-      [] { require_cuda("_sage_qk_int8_pv_fp8_cuda", 9, 0); },
-      "kernelhub has no C++ port of SageAttention's fp8 PV orchestration (V transpose, pad and "
-      "fp8 quantisation); use _sage_qk_int8_pv_fp16_cuda or sage."));
-  table.push_back(refused_backend(
-      "_sage_qk_int8_pv_fp8_cuda_sm90", {check_device_cuda_atleast_sm<9, 0>, check_shape},
-      [] { require_cuda("_sage_qk_int8_pv_fp8_cuda_sm90", 9, 0); },
-      "kernelhub has no C++ port of SageAttention's sm90 fp8 PV orchestration; use "
-      "_sage_qk_int8_pv_fp16_cuda or sage."));
+  // The fp8-PV kernels: sm89 tiles, and the sm90 (Hopper) build; Diffusers requires sm90 for
+  // both.
+  Backend fp8_cuda = sage_library_backend(
+      "_sage_qk_int8_pv_fp8_cuda", [] { require_cuda("_sage_qk_int8_pv_fp8_cuda", 9, 0); },
+      SagePath::fp8_pv_sm89);
+  fp8_cuda.constraints = {check_device_cuda_atleast_sm<9, 0>, check_shape};
+  table.push_back(std::move(fp8_cuda));
+  Backend fp8_sm90 = sage_library_backend(
+      "_sage_qk_int8_pv_fp8_cuda_sm90",
+      [] { require_cuda("_sage_qk_int8_pv_fp8_cuda_sm90", 9, 0); }, SagePath::fp8_pv_sm90);
+  fp8_sm90.constraints = {check_device_cuda_atleast_sm<9, 0>, check_shape};
+  table.push_back(std::move(fp8_sm90));
   Backend fp16_cuda = sage_library_backend(
       "_sage_qk_int8_pv_fp16_cuda", [] { require_cuda("_sage_qk_int8_pv_fp16_cuda", 8, 0); });
   fp16_cuda.constraints = {check_device_cuda_atleast_sm<8, 0>, check_shape};

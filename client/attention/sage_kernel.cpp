@@ -14,11 +14,17 @@
 namespace kernelhub::attention::detail {
 namespace {
 
-// SageAttention's per-warp granularity (sm80 path): Q tiles of 128 rows with one scale per
-// 32-row warp, K scales per 64 keys; tensors in NHD layout.
-constexpr int64_t kQueryTile = 128;
-constexpr int64_t kQueryWarp = 32;
-constexpr int64_t kKeyBlock = 64;
+// The kernels' tiles fix the quantisation granularity: Q scales per warp of a Q tile, K
+// scales per key block, V padded to whole key tiles (sm80/sm89: 128/32/64, sm90: 64/16/128).
+struct Tiles {
+  int64_t query_tile;
+  int64_t query_warp;
+  int64_t key_block;
+};
+constexpr Tiles kSm80Tiles{128, 32, 64};
+constexpr Tiles kSm90Tiles{64, 16, 128};
+constexpr double kFp8Max = 448.0;  // largest float8_e4m3fn
+constexpr int64_t kLayoutHND = 1;
 constexpr int64_t kLayoutNHD = 0;
 constexpr int64_t kPerWarp = 2;
 
@@ -55,7 +61,15 @@ void SageKernel::activate(const KernelProvider& provide) {
   auto kernel = provide();
   auto quant_q = find_op(backend_, *kernel, "quant_per_warp_int8_cuda");
   auto quant_k = find_op(backend_, *kernel, "quant_per_block_int8_fuse_sub_mean_cuda");
-  auto attention = find_op(backend_, *kernel, "qk_int8_sv_f16_accum_f32_attn");
+  const char* attention_op = path_ == SagePath::fp16_pv ? "qk_int8_sv_f16_accum_f32_attn"
+                             : path_ == SagePath::fp8_pv_sm89
+                                 ? "qk_int8_sv_f8_accum_f32_fuse_v_scale_attn"
+                                 : "qk_int8_sv_f8_accum_f32_fuse_v_scale_attn_inst_buf_sm90";
+  auto attention = find_op(backend_, *kernel, attention_op);
+  if (path_ != SagePath::fp16_pv) {
+    transpose_v_.emplace(find_op(backend_, *kernel, "transpose_pad_permute_cuda"));
+    quant_v_.emplace(find_op(backend_, *kernel, "scale_fuse_quant_cuda"));
+  }
   quant_q_.emplace(std::move(quant_q));
   quant_k_.emplace(std::move(quant_k));
   attention_.emplace(std::move(attention));
@@ -89,23 +103,47 @@ at::Tensor SageKernel::forward(const AttentionInputs& inputs) const {
   const auto f32 = query.options().dtype(at::kFloat);
   const auto i8 = query.options().dtype(at::kChar);
 
-  // Q: int8 per 32-row warp of 128-row tiles (the attention op applies sm_scale itself).
+  const Tiles tiles = path_ == SagePath::fp8_pv_sm90 ? kSm90Tiles : kSm80Tiles;
+  // Q: int8 per warp of each Q tile (the attention op applies sm_scale itself).
   at::Tensor q_int8 = at::empty(q.sizes(), i8);
-  at::Tensor q_scale =
-      at::empty({batch, heads, blocks(seq_q, kQueryTile) * (kQueryTile / kQueryWarp)}, f32);
-  quant_q_->call({q, q_int8, q_scale, kQueryTile, kQueryWarp, kLayoutNHD});
+  at::Tensor q_scale = at::empty(
+      {batch, heads, blocks(seq_q, tiles.query_tile) * (tiles.query_tile / tiles.query_warp)}, f32);
+  quant_q_->call({q, q_int8, q_scale, tiles.query_tile, tiles.query_warp, kLayoutNHD});
 
   // K: smoothed by its mean over the sequence (cancels in the softmax), then int8 per block.
   at::Tensor k_mean = at::mean(k, {1}, /*keepdim=*/false, at::kFloat).to(k.scalar_type());
   at::Tensor k_int8 = at::empty(k.sizes(), i8);
-  at::Tensor k_scale = at::empty({batch, heads_kv, blocks(seq_k, kKeyBlock)}, f32);
-  quant_k_->call({k, k_mean, k_int8, k_scale, kKeyBlock, kLayoutNHD});
+  at::Tensor k_scale = at::empty({batch, heads_kv, blocks(seq_k, tiles.key_block)}, f32);
+  quant_k_->call({k, k_mean, k_int8, k_scale, tiles.key_block, kLayoutNHD});
 
-  // P.V in fp16 with fp32 accumulation, as sageattn's sm80 path; the output keeps q's dtype.
-  at::Tensor out = at::empty_like(q);
-  attention_->call({q_int8, k_int8, v.to(at::kHalf), out, q_scale, k_scale, kLayoutNHD,
-                    int64_t{inputs.options.is_causal ? 1 : 0}, kPerWarp, sm_scale, int64_t{0}});
+  const int64_t causal = inputs.options.is_causal ? 1 : 0;
+  at::Tensor out = at::empty_like(q);  // the output keeps q's dtype
+  if (path_ == SagePath::fp16_pv) {
+    // P.V in fp16 with fp32 accumulation, as sageattn's sm80 path.
+    attention_->call({q_int8, k_int8, v.to(at::kHalf), out, q_scale, k_scale, kLayoutNHD, causal,
+                      kPerWarp, sm_scale, int64_t{0}});
+  } else {
+    at::Tensor v_scale;
+    const at::Tensor v_fp8 = fp8_value(v, tiles.key_block, v_scale);
+    attention_->call({q_int8, k_int8, v_fp8, out, q_scale, k_scale, v_scale, kLayoutNHD, causal,
+                      kPerWarp, sm_scale, int64_t{0}});
+  }
   return dp == d ? out : out.narrow(-1, 0, d);
+}
+
+// V for the fp8 paths: (B, Hk, D, S padded to whole key tiles), quantised per channel.
+at::Tensor SageKernel::fp8_value(const at::Tensor& v, int64_t key_tile, at::Tensor& v_scale) const {
+  const int64_t batch = v.size(0);
+  const int64_t seq_k = v.size(1);
+  const int64_t heads_kv = v.size(2);
+  const int64_t d = v.size(3);
+  at::Tensor transposed =
+      at::empty({batch, heads_kv, d, blocks(seq_k, key_tile) * key_tile}, v.options());
+  transpose_v_->call({v, transposed, kLayoutNHD});
+  at::Tensor v_fp8 = at::empty(transposed.sizes(), v.options().dtype(at::kFloat8_e4m3fn));
+  v_scale = at::empty({batch, heads_kv, d}, v.options().dtype(at::kFloat));
+  quant_v_->call({transposed, v_fp8, v_scale, seq_k, kFp8Max, kLayoutHND});
+  return v_fp8;
 }
 
 }  // namespace kernelhub::attention::detail
