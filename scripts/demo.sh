@@ -107,7 +107,8 @@ cmake --build "${DEMO}/attention_app" >"${WORK}/app-build.log" 2>&1 || { cat "${
 
 step "attention_app: native, then flash_hub on every layer (kernel fetched through kernelhubd)"
 "${DEMO}/attention_app/attention_app" flash_hub
-"${KERNELHUB}" ls | grep -q flash-attn2 || { echo "demo: flash-attn2 is not in the daemon's cache" >&2; exit 1; }
+listing="$("${KERNELHUB}" ls)"  # captured: `| grep -q` under pipefail can fail on SIGPIPE
+grep -q flash-attn2 <<<"${listing}" || { echo "demo: flash-attn2 is not in the daemon's cache" >&2; exit 1; }
 echo "(kernels-community/flash-attn2 is in the daemon's cache: ${CACHE})"
 
 step "kernelhub status (the daemon's counters)"

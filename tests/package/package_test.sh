@@ -21,9 +21,11 @@ cmake -S "${SOURCE}/examples/attention_app" -B "${WORK}/app" -G Ninja \
   || { cat "${WORK}/configure.log" >&2; exit 1; }
 cmake --build "${WORK}/app" >"${WORK}/build.log" 2>&1 || { cat "${WORK}/build.log" >&2; exit 1; }
 
-# The app links the installed libkernelhub, not the build tree's.
-ldd "${WORK}/app/attention_app" | grep -q "${WORK}/prefix/lib/libkernelhub.so" \
-  || { echo "package: attention_app does not use the installed libkernelhub" >&2; ldd "${WORK}/app/attention_app" >&2; exit 1; }
+# The app links the installed libkernelhub, not the build tree's. (ldd's output is captured
+# first: `ldd | grep -q` under pipefail fails whenever grep exits before ldd has written all.)
+libs="$(ldd "${WORK}/app/attention_app")"
+grep -q "${WORK}/prefix/lib/libkernelhub.so" <<<"${libs}" \
+  || { echo "package: attention_app does not use the installed libkernelhub" >&2; echo "${libs}" >&2; exit 1; }
 out="$(env -u DIFFUSERS_ATTN_BACKEND "${WORK}/app/attention_app" _native_math)"
 echo "${out}"
 grep -q "_native_math: ran 2 layers" <<<"${out}"
