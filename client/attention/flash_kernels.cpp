@@ -105,7 +105,7 @@ at::Tensor flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& in
   return pack ? unpack_varlen_output(out, *pack) : out;
 }
 
-Backend make_flash2_backend(std::string name, std::shared_ptr<LazyOp> op, bool varlen) {
+Backend make_flash2_backend(std::string name, const std::shared_ptr<LazyOp>& op, bool varlen) {
   Backend backend;
   backend.name = std::move(name);
   backend.constraints = {check_device, check_qkv_dtype_bf16_or_fp16, check_shape};
@@ -119,7 +119,7 @@ Backend make_flash2_backend(std::string name, std::shared_ptr<LazyOp> op, bool v
   return backend;
 }
 
-Backend make_flash3_backend(std::string name, std::shared_ptr<LazyOp> op, bool varlen) {
+Backend make_flash3_backend(std::string name, const std::shared_ptr<LazyOp>& op, bool varlen) {
   Backend backend;
   backend.name = std::move(name);
   backend.constraints = {check_device, check_qkv_dtype_bf16_or_fp16, check_shape};

@@ -32,7 +32,7 @@ double softmax_scale(const AttentionInputs& inputs);
 
 // Table entries for the flash-attention families; `varlen` picks varlen_fwd / cu_seqlens
 // and honours key-padding masks. The op must be FA2 `fwd`/`varlen_fwd` or FA3 `fwd`.
-Backend make_flash2_backend(std::string name, std::shared_ptr<LazyOp> op, bool varlen);
-Backend make_flash3_backend(std::string name, std::shared_ptr<LazyOp> op, bool varlen);
+Backend make_flash2_backend(std::string name, const std::shared_ptr<LazyOp>& op, bool varlen);
+Backend make_flash3_backend(std::string name, const std::shared_ptr<LazyOp>& op, bool varlen);
 
 }  // namespace kernelhub::attention::detail

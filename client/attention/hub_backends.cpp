@@ -27,7 +27,7 @@ constexpr std::string_view kFlash2Repo = "kernels-community/flash-attn2";
 constexpr std::string_view kFlash3Repo = "kernels-community/flash-attn3";
 constexpr std::string_view kSageRepo = "SageAttention/sage-attention";
 
-Backend sage_backend(std::shared_ptr<SageKernel> sage) {
+Backend sage_backend(const std::shared_ptr<SageKernel>& sage) {
   Backend backend;
   backend.name = "sage_hub";
   // Diffusers also requires a CUDA device; here the kernel decides: its ops must have an
@@ -50,7 +50,8 @@ Backend python_only_backend(std::string name, std::function<void()> require_devi
   Backend backend;
   backend.name = std::move(name);
   backend.constraints = {check_device_cuda, check_qkv_dtype_bf16_or_fp16, check_shape};
-  backend.activate = [name = backend.name, require_device, why] {
+  backend.activate = [name = backend.name, require_device = std::move(require_device),
+                      why = std::move(why)] {
     require_device();
     throw BackendUnavailable(name + " cannot run in a C++ process: " + why +
                              " Use flash_hub, _flash_3_hub or a native backend instead.");

@@ -35,7 +35,8 @@ Backend refused_backend(std::string name, std::vector<Constraint> constraints,
   Backend backend;
   backend.name = std::move(name);
   backend.constraints = std::move(constraints);
-  backend.activate = [name = backend.name, require_device, why] {
+  backend.activate = [name = backend.name, require_device = std::move(require_device),
+                      why = std::move(why)] {
     require_device();
     throw BackendUnavailable(name + " cannot run in a C++ process: " + why);
   };
@@ -45,7 +46,7 @@ Backend refused_backend(std::string name, std::vector<Constraint> constraints,
   return backend;
 }
 
-Backend sage_library_backend(std::string name, std::function<void()> require_device,
+Backend sage_library_backend(const std::string& name, std::function<void()> require_device,
                              SagePath path = SagePath::fp16_pv) {
   auto sage = std::make_shared<SageKernel>(name, path);
   Backend backend;
@@ -54,7 +55,7 @@ Backend sage_library_backend(std::string name, std::function<void()> require_dev
   backend.honours = {
       .attn_mask = false, .dropout_p = false, .is_causal = true, .scale = true, .enable_gqa = true};
   backend.mask_refusal = "`attn_mask` is not supported for sage attention.";
-  backend.activate = [sage, name, require_device] {
+  backend.activate = [sage, name, require_device = std::move(require_device)] {
     require_device();
     LibrarySpec spec = kSage;
     sage->activate([spec, name] {
