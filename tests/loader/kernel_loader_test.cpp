@@ -26,6 +26,21 @@ using kernelhub::testing::TempDir;
 
 namespace {
 
+// `count` threads load the kernel in `dir` at once; a failed load leaves its slot empty.
+std::vector<std::shared_ptr<const LoadedKernel>> load_from_threads(const fs::path& dir, int count) {
+  std::vector<std::shared_ptr<const LoadedKernel>> seen(static_cast<std::size_t>(count));
+  std::vector<std::thread> threads;
+  for (auto& slot : seen) {
+    threads.emplace_back([&slot, &dir] {
+      auto source = open_local_kernel(dir, "kernels-community/relu", current_runtime());
+      if (!source) return;
+      if (auto kernel = load_kernel(std::move(*source))) slot = *kernel;
+    });
+  }
+  for (auto& t : threads) t.join();
+  return seen;
+}
+
 int64_t fixture_version_of(const LoadedKernel& kernel) {
   auto op = KernelOp::find(kernel, "fixture_version");
   REQUIRE(op);
@@ -109,32 +124,14 @@ TEST_CASE("loading the same kernel again returns the same LoadedKernel without a
   const auto second = testing::load_local(dir, "kernels-community/relu");
   CHECK(first == second);
   // Concurrent loads of a kernel that is already there agree too.
-  std::vector<std::shared_ptr<const LoadedKernel>> seen(4);
-  std::vector<std::thread> threads;
-  for (auto& slot : seen) {
-    threads.emplace_back([&slot, &dir] {
-      auto source = open_local_kernel(dir, "kernels-community/relu", current_runtime());
-      if (!source) return;
-      if (auto kernel = load_kernel(std::move(*source))) slot = *kernel;
-    });
-  }
-  for (auto& t : threads) t.join();
+  const auto seen = load_from_threads(dir, 4);
   for (const auto& kernel : seen) CHECK(kernel == first);
   CHECK(loaded_kernels().size() == 1);
 }
 
 TEST_CASE("concurrent first loads of one kernel dlopen it once") {
   const auto dir = testing::fixture_kernel_dir("relu", 2);
-  std::vector<std::shared_ptr<const LoadedKernel>> seen(4);
-  std::vector<std::thread> threads;
-  for (auto& slot : seen) {
-    threads.emplace_back([&slot, &dir] {
-      auto source = open_local_kernel(dir, "kernels-community/relu", current_runtime());
-      if (!source) return;
-      if (auto kernel = load_kernel(std::move(*source))) slot = *kernel;
-    });
-  }
-  for (auto& t : threads) t.join();
+  const auto seen = load_from_threads(dir, 4);
   // A second TORCH_LIBRARY for the namespace would have aborted the process.
   REQUIRE(seen.front() != nullptr);
   for (const auto& kernel : seen) CHECK(kernel == seen.front());
