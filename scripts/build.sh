@@ -8,6 +8,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${KERNELHUB_BUILD_DIR:-${ROOT}/build}"
 JOBS="${KERNELHUB_JOBS:-$(nproc)}"
 
+# One compiler cache for every checkout and build dir of this machine: paths are hashed
+# relative to the checkout, so a fresh clone in another folder (CI) reuses earlier objects.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-${ROOT}}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 mkdir -p "${BUILD}"
 printf 'build: configuring %s\n' "${BUILD}"
 cmake -S "${ROOT}" -B "${BUILD}" -G Ninja \
