@@ -32,4 +32,9 @@ class Environment {
   std::map<std::string, std::string, std::less<>> vars_;
 };
 
+// A path as huggingface_hub reads it from a variable: expandvars(expanduser(value)). A leading
+// "~" or "~/" becomes $HOME (the password database when HOME is unset); "~user" stays as is.
+// Then $NAME and ${NAME} take the snapshot's values; names not set stay as written.
+std::string expand_path(std::string_view value, const Environment& env);
+
 }  // namespace kernelhub::trust

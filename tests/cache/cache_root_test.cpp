@@ -24,6 +24,10 @@ TEST_CASE("cache root precedence follows kernels and huggingface_hub", "[cache][
        "~other/x"},  // only the caller's ~ expands
       {{{"HOME", "/home/u"}, {"KERNELS_CACHE", ""}, {"HF_HUB_CACHE", "/hubcache"}},
        "/hubcache"},  // empty = unset
+      {{{"HOME", "/home/u"}, {"SCRATCH", "/s"}, {"HF_HUB_CACHE", "$SCRATCH/hub"}}, "/s/hub"},
+      {{{"HOME", "/home/u"}, {"SCRATCH", "/s"}, {"KERNELS_CACHE", "${SCRATCH}/k"}}, "/s/k"},
+      {{{"HOME", "/home/u"}, {"HF_HOME", "$HOME/hf"}}, "/home/u/hf/hub"},
+      {{{"HOME", "/home/u"}, {"XDG_CACHE_HOME", "~/xdg"}}, "/home/u/xdg/huggingface/hub"},
   };
   for (const auto& row : rows) {
     INFO("want " << row.want);
