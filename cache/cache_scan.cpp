@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cache/kernel_cache.hpp"
+#include "cache/repo_folder.hpp"
 #include "trust/digest.hpp"
 
 namespace kernelhub::cache {
@@ -16,18 +17,6 @@ namespace kernelhub::cache {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr std::string_view kPrefix = "kernels--";
-
-std::optional<trust::RepoId> repo_from_folder(const std::string& folder) {
-  if (folder.rfind(kPrefix, 0) != 0) return std::nullopt;
-  const std::string rest = folder.substr(kPrefix.size());
-  const auto sep = rest.find("--");
-  if (sep == std::string::npos) return std::nullopt;
-  auto id = trust::RepoId::parse(rest.substr(0, sep) + "/" + rest.substr(sep + 2));
-  if (!id) return std::nullopt;
-  return *id;
-}
 
 // `<etag>.<8hex>.incomplete` (BlobWriter) or `<name>.<8hex>.tmp` (atomic writes, staged links).
 bool is_temp_name(std::string_view name) {
@@ -91,7 +80,7 @@ Result<std::vector<CachedRepo>> KernelCache::list() const {
   if (ec) return fail(ErrorCode::io, "cannot list " + root_.string() + ": " + ec.message());
   for (fs::directory_iterator end; it != end; it.increment(ec)) {
     if (ec) return fail(ErrorCode::io, "cannot list " + root_.string() + ": " + ec.message());
-    auto id = repo_from_folder(it->path().filename().string());
+    auto id = parse_repo_folder_name(it->path().filename().string());
     if (!id || !it->is_directory(ec)) continue;
     CachedRepo repo{*id, it->path(), {}, 0};
     const fs::path blobs = it->path() / "blobs";
@@ -124,7 +113,7 @@ std::size_t KernelCache::sweep_stale_temps(std::chrono::seconds age) const {
   std::size_t removed = 0;
   std::error_code ec;
   for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!repo_from_folder(it->path().filename().string())) continue;
+    if (!parse_repo_folder_name(it->path().filename().string())) continue;
     // Every temp a crashed writer can leave: blob downloads in blobs/, atomic ref and
     // .no_exist writes, and snapshot symlinks staged next to their final name.
     std::error_code wec;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cache/fs_util.hpp"
+#include "cache/repo_folder.hpp"
 #include "trust/digest.hpp"
 #include "trust/safe_path.hpp"
 #include "trust/unique_fd.hpp"
@@ -25,10 +26,6 @@ constexpr std::string_view kCacheDirTag =
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by kernelhub.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n";
-
-std::string folder_name(std::string_view type, const trust::RepoId& repo) {
-  return std::string(type) + "--" + repo.org + "--" + repo.name;
-}
 
 bool is_commit(std::string_view text) { return trust::is_lower_hex(text, 40); }
 
@@ -75,7 +72,7 @@ FileLock::~FileLock() {
 KernelCache::KernelCache(fs::path root) : root_(std::move(root)) {}
 
 fs::path KernelCache::repo_dir(const trust::RepoId& repo) const {
-  return root_ / folder_name("kernels", repo);
+  return root_ / repo_folder_name(repo);
 }
 fs::path KernelCache::blobs_dir(const trust::RepoId& repo) const {
   return repo_dir(repo) / "blobs";
@@ -123,8 +120,8 @@ bool KernelCache::has_blob(const trust::RepoId& repo, std::string_view etag) con
 std::optional<std::string> KernelCache::read_ref(const trust::RepoId& repo,
                                                  std::string_view ref) const {
   if (!trust::validate_repo_path(ref)) return std::nullopt;
-  for (const char* type : {"kernels", "models"}) {
-    if (auto sha = read_ref_file(root_ / folder_name(type, repo) / "refs" / std::string(ref)))
+  for (const RepoKind kind : {RepoKind::kernels, RepoKind::models}) {
+    if (auto sha = read_ref_file(root_ / repo_folder_name(repo, kind) / "refs" / std::string(ref)))
       return sha;
   }
   return std::nullopt;
@@ -132,8 +129,8 @@ std::optional<std::string> KernelCache::read_ref(const trust::RepoId& repo,
 
 std::vector<int> KernelCache::cached_versions(const trust::RepoId& repo) const {
   std::vector<int> versions;
-  for (const char* type : {"kernels", "models"}) {
-    const fs::path refs = root_ / folder_name(type, repo) / "refs";
+  for (const RepoKind kind : {RepoKind::kernels, RepoKind::models}) {
+    const fs::path refs = root_ / repo_folder_name(repo, kind) / "refs";
     std::error_code ec;
     for (fs::directory_iterator it(refs, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
@@ -204,7 +201,7 @@ Result<FileLock> KernelCache::lock(const trust::RepoId& repo, std::string_view n
     return fail(ErrorCode::invalid_argument,
                 "lock name '" + std::string(name) + "' must not contain '/'");
   }
-  const fs::path dir = root_ / ".locks" / folder_name("kernels", repo);
+  const fs::path dir = root_ / ".locks" / repo_folder_name(repo);
   KH_TRY(make_dirs(dir));
   const fs::path path = dir / (std::string(name) + ".lock");
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664));

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "cache/fs_util.hpp"
+#include "cache/repo_folder.hpp"
 #include "trust/digest.hpp"
 #include "trust/unique_fd.hpp"
 
@@ -23,20 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kPrefix = "kernels--";
-
 bool is_blob_name(std::string_view name) {
   return trust::is_lower_hex(name, 64) || trust::is_lower_hex(name, 40);
-}
-
-std::optional<trust::RepoId> repo_of_folder(std::string_view folder) {
-  if (!folder.starts_with(kPrefix)) return std::nullopt;
-  const std::string rest(folder.substr(kPrefix.size()));
-  const auto sep = rest.find("--");
-  if (sep == std::string::npos) return std::nullopt;
-  auto id = trust::RepoId::parse(rest.substr(0, sep) + "/" + rest.substr(sep + 2));
-  if (!id) return std::nullopt;
-  return *id;
 }
 
 // The repos to visit: kernels--* folders that are real directories (not symlinks).
@@ -44,7 +33,7 @@ std::vector<trust::RepoId> cached_repos(const fs::path& root) {
   std::vector<trust::RepoId> out;
   std::error_code ec;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    auto id = repo_of_folder(it->path().filename().string());
+    auto id = parse_repo_folder_name(it->path().filename().string());
     if (id && it->is_directory(ec) && !it->is_symlink(ec)) out.push_back(*id);
   }
   return out;

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <type_traits>
 
-#include "client/handout.hpp"
+#include "cache/handout.hpp"
 
 namespace kernelhub::client {
 namespace {
@@ -191,7 +191,7 @@ Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request,
         return fail(protocol_failure(socket_, "no descriptor for " + handed.path));
       }
       handed.fd = std::move(reply->fds[*file.fd]);
-      KH_TRY(check_handed_fd(handed.fd.get(), handed.size, handed.path));
+      KH_TRY(cache::check_blob_fd(handed.fd.get(), handed.size, handed.path));
     }
     kernel.files.push_back(std::move(handed));
   }

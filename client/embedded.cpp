@@ -1,15 +1,43 @@
 #include "client/embedded.hpp"
 
-#include "cache/cache_json.hpp"
+#include <fcntl.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include "cache/cache_json.hpp"
+#include "cache/handout.hpp"
 #include "cache/maintenance.hpp"
-#include "client/handout.hpp"
 #include "hub/http.hpp"
 #include "hub/hub_config.hpp"
 
 namespace kernelhub::client {
 
 namespace {
+
+// The cache's one hand-out (cache::open_handout), beneath the user's cache root; a root that
+// is itself a symlink is the user's own choice and is followed.
+Result<std::vector<HandedFile>> hand_out_files(const cache::KernelCache& cache,
+                                               const hub::FetchResult& result) {
+  const UniqueFd root(::open(cache.root().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
+    return fail(ErrorCode::io,
+                "cannot open the cache " + cache.root().string() + ": " + std::strerror(errno));
+  }
+  std::vector<cache::HandoutFile> wanted;
+  wanted.reserve(result.files.size());
+  for (const auto& file : result.files) wanted.push_back({file.path, file.etag, file.size});
+  auto fds = cache::open_handout(root.get(), result.repo, result.commit, wanted);
+  if (!fds) return fail(fds.error());
+  std::vector<HandedFile> files;
+  files.reserve(result.files.size());
+  for (std::size_t i = 0; i < result.files.size(); ++i) {
+    const auto& file = result.files[i];
+    files.push_back(HandedFile{file.path, file.size, file.sha256, std::move((*fds)[i])});
+  }
+  return files;
+}
+
 std::optional<std::filesystem::path> policy_file_of(const trust::Environment& env,
                                                     const ClientOptions& options) {
   if (options.policy_file) return options.policy_file;
@@ -44,7 +72,7 @@ Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request,
                        result->from_cache,
                        /*via_daemon=*/false, {}};
   if (hand_out) {
-    auto files = open_fetched_files(cache_, *result);
+    auto files = hand_out_files(cache_, *result);
     if (!files) return fail(files.error());
     kernel.files = std::move(*files);
   } else {

@@ -1,16 +1,8 @@
 #include "daemon/fetch_service.hpp"
 
-#include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
-#include <cstring>
-
+#include "cache/handout.hpp"
 #include "daemon/upstream_http.hpp"
 
 namespace kernelhub::daemon {
@@ -35,17 +27,6 @@ struct FetchService::Flight {
 };
 
 namespace {
-
-// openat2 beneath `dir` refusing every symlink; O_NOFOLLOW openat on kernels without it
-// (then only the last component is checked, and the caller names a single component).
-int open_beneath(int dir, const char* name, int flags) {
-  open_how how{};
-  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const long fd = ::syscall(SYS_openat2, dir, name, &how, sizeof how);
-  if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
-  return ::openat(dir, name, flags | O_CLOEXEC | O_NOFOLLOW);
-}
 
 std::string resolve_key_of(const trust::RepoId& repo, const proto::FetchRequest& r) {
   return repo.str() + '\n' +
@@ -272,33 +253,19 @@ Result<HandOut> FetchService::hand_out(const Manifest& manifest, proto::RequestI
   out.reply.variants = manifest.variants;
   out.reply.from_cache = from_cache;
   out.reply.snapshot_path = manifest.snapshot_path;
-  const std::string blobs = "kernels--" + manifest.repo.org + "--" + manifest.repo.name + "/blobs";
-  UniqueFd dir(open_beneath(root_fd_.get(), blobs.c_str(), O_RDONLY | O_DIRECTORY));
-  if (!dir) return fail(ErrorCode::io, "cannot open " + blobs + ": " + std::strerror(errno));
-  for (const auto& file : manifest.files) {
-    UniqueFd fd(open_beneath(dir.get(), file.etag.c_str(), O_RDONLY | O_NONBLOCK));
-    if (!fd)
-      return fail(ErrorCode::io, "cannot open blob of " + file.path + ": " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      return fail(ErrorCode::io, "blob of " + file.path + " is not a regular file");
-    }
-    // The daemon's cache is read-only once published (0444), whoever wrote it.
-    if ((st.st_mode & 0222) != 0 && st.st_uid == ::geteuid() && ::fchmod(fd.get(), 0444) == 0)
-      st.st_mode &= ~0222;
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-      return fail(ErrorCode::io,
-                  "blob of " + file.path + " is writable by group or others: not handing it out");
-    }
-    if (static_cast<std::uint64_t>(st.st_size) != file.size) {
-      return fail(ErrorCode::size_mismatch,
-                  "blob of " + file.path + " has " + std::to_string(st.st_size) +
-                      " bytes, the manifest says " + std::to_string(file.size));
-    }
+  std::vector<cache::HandoutFile> files;
+  files.reserve(manifest.files.size());
+  for (const auto& file : manifest.files) files.push_back({file.path, file.etag, file.size});
+  // The shared cache is read-only once published (0444), whoever wrote it.
+  auto fds = cache::open_handout(root_fd_.get(), manifest.repo, manifest.commit, files,
+                                 cache::HandoutOptions{0222});
+  if (!fds) return fail(fds.error());
+  for (std::size_t i = 0; i < manifest.files.size(); ++i) {
+    const auto& file = manifest.files[i];
     proto::FetchedFile entry{file.path, file.size, file.sha256, std::nullopt};
     if (with_fds) {
       entry.fd = out.fds.size();
-      out.fds.push_back(std::move(fd));
+      out.fds.push_back(std::move((*fds)[i]));
     }
     out.reply.files.push_back(std::move(entry));
   }

@@ -1,0 +1,152 @@
+#include "cache/handout.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "cache/repo_folder.hpp"
+#include "trust/digest.hpp"
+#include "trust/open_beneath.hpp"
+#include "trust/safe_path.hpp"
+
+namespace kernelhub::cache {
+namespace {
+
+bool is_blob_name(std::string_view name) {
+  return trust::is_lower_hex(name, 64) || trust::is_lower_hex(name, 40);
+}
+
+// open_beneath's io errors for a name that is not there become entry_not_found.
+Result<UniqueFd> open_in_cache(int dir_fd, const std::string& relpath, int flags,
+                               std::string_view what) {
+  auto fd = open_beneath(dir_fd, relpath, flags);
+  if (fd) return fd;
+  // Only classifies a failed open; the open itself never followed anything.
+  if (fd.error().code == ErrorCode::io &&
+      ::faccessat(dir_fd, relpath.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
+    return fail(ErrorCode::entry_not_found,
+                std::string(what) + " is missing from the cache (" + fd.error().message +
+                    "); fetch it again, or run `kernelhub verify`");
+  }
+  return fail(fd.error().code, std::string(what) + ": " + fd.error().message);
+}
+
+// The blob name a snapshot link points at: the last component of its target.
+Result<std::string> link_target_name(int dir_fd, const std::string& name, std::string_view what) {
+  std::array<char, 4096> target{};
+  const ssize_t n = ::readlinkat(dir_fd, name.c_str(), target.data(), target.size());
+  if (n < 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      return fail(ErrorCode::entry_not_found,
+                  "the snapshot link of " + std::string(what) + " is missing; fetch it again");
+    }
+    if (err == EINVAL) {
+      return fail(ErrorCode::unsafe_path,
+                  "the snapshot entry of " + std::string(what) + " is not a symlink to a blob");
+    }
+    return fail(ErrorCode::io, "cannot read the snapshot link of " + std::string(what) + ": " +
+                                   std::strerror(err));
+  }
+  const std::string_view text(target.data(), static_cast<std::size_t>(n));
+  const auto slash = text.rfind('/');
+  return std::string(slash == std::string_view::npos ? text : text.substr(slash + 1));
+}
+
+}  // namespace
+
+Result<void> check_blob_fd(int fd, std::uint64_t size, std::string_view what) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return fail(ErrorCode::io, "fstat " + std::string(what) + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    return fail(ErrorCode::unsafe_path, std::string(what) + " is not a regular file");
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || (flags & O_ACCMODE) != O_RDONLY)
+    return fail(ErrorCode::unsafe_path, std::string(what) + " was not handed out read-only");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fail(ErrorCode::unsafe_kernel,
+                std::string(what) +
+                    " is writable by group or others: not handing it out (its owner may "
+                    "`chmod go-w` it, or run `kernelhub gc` and fetch again)");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) != size) {
+    return fail(ErrorCode::size_mismatch, std::string(what) + " has " +
+                                              std::to_string(st.st_size) +
+                                              " bytes, the manifest says " + std::to_string(size));
+  }
+  return ok();
+}
+
+Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& repo,
+                                           std::string_view commit,
+                                           const std::vector<HandoutFile>& files,
+                                           const HandoutOptions& options) {
+  if (!trust::is_lower_hex(commit, 40)) {
+    return fail(ErrorCode::invalid_argument,
+                "'" + trust::sanitize_for_message(commit) + "' is not a commit sha");
+  }
+  const std::string folder = repo_folder_name(repo);
+  auto blobs = open_in_cache(root_fd, folder + "/blobs", O_RDONLY | O_DIRECTORY,
+                             "the blobs folder of " + repo.str());
+  KH_TRY(blobs);
+  auto snapshot = open_in_cache(root_fd, folder + "/snapshots/" + std::string(commit),
+                                O_RDONLY | O_DIRECTORY, "snapshot " + std::string(commit));
+  KH_TRY(snapshot);
+
+  std::map<std::string, UniqueFd> link_dirs;  // snapshot subfolder -> fd, opened once
+  std::vector<UniqueFd> out;
+  out.reserve(files.size());
+  for (const auto& file : files) {
+    auto safe = trust::validate_repo_path(file.path);
+    KH_TRY(safe);
+    if (!is_blob_name(file.etag)) {
+      return fail(ErrorCode::unsafe_path, "the blob name of " + *safe + " ('" +
+                                              trust::sanitize_for_message(file.etag) +
+                                              "') is not a sha");
+    }
+    // The snapshot that users and tools see must name the blob handed out.
+    const auto slash = safe->rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : safe->substr(0, slash);
+    auto found = link_dirs.find(dir);
+    if (found == link_dirs.end()) {
+      UniqueFd dir_fd;
+      if (dir.empty()) {
+        dir_fd.reset(::fcntl(snapshot->get(), F_DUPFD_CLOEXEC, 0));
+        if (!dir_fd) return fail(ErrorCode::io, std::string("dup: ") + std::strerror(errno));
+      } else {
+        auto opened = open_in_cache(snapshot->get(), dir, O_RDONLY | O_DIRECTORY, *safe);
+        KH_TRY(opened);
+        dir_fd = std::move(*opened);
+      }
+      found = link_dirs.emplace(dir, std::move(dir_fd)).first;
+    }
+    auto linked = link_target_name(found->second.get(), safe->substr(slash + 1), *safe);
+    KH_TRY(linked);
+    if (*linked != file.etag) {
+      return fail(ErrorCode::unsafe_path,
+                  "the snapshot link of " + *safe + " points at " +
+                      trust::sanitize_for_message(*linked) + ", the manifest says " + file.etag);
+    }
+
+    // O_NONBLOCK: a FIFO planted as a blob must not block the open; cleared below.
+    auto fd = open_in_cache(blobs->get(), file.etag, O_RDONLY | O_NONBLOCK, "the blob of " + *safe);
+    KH_TRY(fd);
+    struct stat st {};
+    if (::fstat(fd->get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+        (st.st_mode & options.strip_own_write_bits) != 0) {
+      (void)::fchmod(fd->get(), st.st_mode & 07777 & ~options.strip_own_write_bits);
+    }
+    KH_TRY(check_blob_fd(fd->get(), file.size, "the blob of " + *safe));
+    (void)::fcntl(fd->get(), F_SETFL, O_RDONLY);
+    out.push_back(std::move(*fd));
+  }
+  return out;
+}
+
+}  // namespace kernelhub::cache
