@@ -58,6 +58,8 @@ struct FetchedKernel {
   bool from_cache = false;
   bool via_daemon = false;
   std::vector<HandedFile> files;
+  // Non-empty when a Hub error made the fetch serve the cached snapshot (embedded mode).
+  std::string cache_fallback{};
 };
 
 // The socket a client would use: options.socket, else $KERNELHUB_SOCKET, else the default.

@@ -71,6 +71,7 @@ Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request,
                        result->variants,     result->snapshot_path,
                        result->from_cache,
                        /*via_daemon=*/false, {}};
+  kernel.cache_fallback = result->cache_fallback;
   if (hand_out) {
     auto files = hand_out_files(cache_, *result);
     if (!files) return fail(files.error());

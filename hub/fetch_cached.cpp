@@ -1,4 +1,4 @@
-// Serving a fetch from the cache alone (HF_HUB_OFFLINE, or the Hub unreachable): the ref
+// Serving a fetch from the cache alone (HF_HUB_OFFLINE, or the Hub failing): the ref
 // from refs/, the variant from snapshots/<sha>/build/, and completeness proven by hashing
 // every file against the variant's metadata.json digests.
 #include <algorithm>
@@ -92,6 +92,12 @@ Result<void> verify_cached_variant(const fs::path& snapshot, const std::string& 
 }
 
 }  // namespace
+
+bool Fetcher::has_cached_snapshot(const FetchRequest& request) const {
+  auto commit = cached_commit(cache_, request);
+  std::error_code ec;
+  return commit && fs::is_directory(cache_.snapshot_dir(request.repo, *commit) / "build", ec);
+}
 
 Result<FetchResult> Fetcher::fetch_from_cache(const FetchRequest& request) {
   auto commit = cached_commit(cache_, request);

@@ -29,9 +29,9 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request) {
-  if (!request.version) return api.resolve_revision(request.repo, *request.revision);
-  auto refs = api.list_refs(request.repo);
+Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request, bool retry) {
+  if (!request.version) return api.resolve_revision(request.repo, *request.revision, retry);
+  auto refs = api.list_refs(request.repo, retry);
   if (!refs) return fail(refs.error());
   std::vector<int> versions;
   for (const auto& branch : refs->branches) {
@@ -50,8 +50,22 @@ Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request) {
                                  : "available versions: " + join(names)));
 }
 
+// What huggingface_hub's snapshot_download serves the cache for: the Hub unreachable, or any
+// HTTP error from it (5xx, 429, 401/403, a repo gone or private). A missing revision or
+// version, a refused publisher or a bad answer are not.
 bool is_fallback_error(ErrorCode code) {
-  return code == ErrorCode::network || code == ErrorCode::timeout;
+  switch (code) {
+    case ErrorCode::network:
+    case ErrorCode::timeout:
+    case ErrorCode::http_status:
+    case ErrorCode::rate_limited:
+    case ErrorCode::unauthorized:
+    case ErrorCode::gated:
+    case ErrorCode::repo_not_found:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -70,7 +84,19 @@ Fetcher::Fetcher(HubConfig config, HttpClient& http, cache::KernelCache& cache,
       policy_(std::move(policy)),
       trust_env_(trust_env),
       platform_env_(std::move(platform_env)),
-      api_(std::move(config), http) {}
+      api_(std::move(config), http) {
+  api_.set_move_check([this](const trust::RepoId& from, const trust::RepoId& to) {
+    return check_destination(from, to, "was moved on the Hub to");
+  });
+}
+
+Result<void> Fetcher::check_destination(const trust::RepoId& from, const trust::RepoId& to,
+                                        std::string_view how) const {
+  const auto decision = trust::decide_trust(policy_, to.org, trust_env_);
+  if (decision.allowed) return ok();
+  return fail(decision.code, from.str() + " " + std::string(how) + " " + to.str() +
+                                 ", which is refused: " + decision.reason);
+}
 
 Result<FetchResult> Fetcher::fetch(const FetchRequest& request, ProgressCallback progress) {
   // The publisher decision comes before any request, cache hits and offline mode included.
@@ -93,13 +119,22 @@ Result<FetchResult> Fetcher::fetch(const FetchRequest& request, ProgressCallback
     }
     return cached;
   }
-  auto online = fetch_online(request, progress);
+  // With a cached snapshot to fall back on, the revision lookup is asked once: no backoff and
+  // no Retry-After wait stands between a failing Hub and the cached answer.
+  const bool have_cached = has_cached_snapshot(request);
+  auto online = fetch_online(request, progress, 0, /*retry_resolve=*/!have_cached);
   if (online || !is_fallback_error(online.error().code)) return online;
   auto cached = fetch_from_cache(request);
   if (cached) {
-    spdlog::warn("Hub unreachable ({}); using the cached snapshot", online.error().message);
+    cached->cache_fallback =
+        std::string(to_string(online.error().code)) + ": " + online.error().message;
+    spdlog::warn("the Hub could not be used ({}); using the cached snapshot {} of {}",
+                 cached->cache_fallback, cached->commit, request.repo.str());
     return cached;
   }
+  // The cached snapshot turned out unusable (damaged, incomplete, another platform): the Hub
+  // is then the only source, so it gets its retries.
+  if (have_cached) return fetch_online(request, progress);
   return online;
 }
 
@@ -154,11 +189,7 @@ Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchR
                                                    " times (a loop?)");
   }
   // A redirect changes the publisher: the trust decision is taken again for the destination.
-  const auto decision = trust::decide_trust(policy_, destination.org, trust_env_);
-  if (!decision.allowed) {
-    return fail(decision.code, request.repo.str() + " redirects to " + destination.str() +
-                                   ", which is refused: " + decision.reason);
-  }
+  KH_TRY(check_destination(request.repo, destination, "redirects to"));
   spdlog::warn("{} redirects to {} (revision {})", request.repo.str(), destination.str(),
                (*redirect)->revision);
   FetchRequest next = request;
@@ -168,10 +199,19 @@ Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchR
   return std::optional<FetchRequest>(std::move(next));
 }
 
-Result<FetchResult> Fetcher::fetch_online(const FetchRequest& request,
-                                          const ProgressCallback& progress, int hops) {
-  auto commit = resolve_commit(api_, request);
+Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
+                                          const ProgressCallback& progress, int hops,
+                                          bool retry_resolve) {
+  auto commit = resolve_commit(api_, asked, retry_resolve);
   if (!commit) return fail(commit.error());
+  // A renamed or transferred repo (the Hub redirected its API calls, after check_destination
+  // approved the new name): it is fetched and cached under the name it has now.
+  FetchRequest request = asked;
+  if (const auto moved = api_.moved_to(asked.repo)) {
+    spdlog::warn("{} was moved on the Hub to {}; fetching it from there", asked.repo.str(),
+                 moved->str());
+    request.repo = *moved;
+  }
   status_missing_ = false;
   auto redirected = follow_status_redirect(request, *commit, hops);
   if (!redirected) return fail(redirected.error());

@@ -1,7 +1,7 @@
 // The fetch pipeline: trust decision first, then version/revision -> commit, build/ variant
 // choice, download of only what the cache lacks, verification against metadata.json, and
-// an all-or-nothing publish (blobs, snapshot symlinks, refs last). Offline mode and
-// network failures are served from a complete cached snapshot.
+// an all-or-nothing publish (blobs, snapshot symlinks, refs last). Offline mode, network
+// failures and Hub HTTP errors are served from a complete cached snapshot.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +48,9 @@ struct FetchResult {
   std::filesystem::path snapshot_path;  // snapshots/<commit>; variants under build/
   std::vector<FetchedFile> files;
   bool from_cache = false;  // served without contacting the Hub
+  // Non-empty when the Hub failed (unreachable, 5xx, 429, 401, ...) and the cached snapshot
+  // was served instead: the Hub's error, for the user to see.
+  std::string cache_fallback;
 };
 
 class Fetcher {
@@ -56,18 +59,28 @@ class Fetcher {
   // target_platform; pass the process environment at the edges.
   Fetcher(HubConfig config, HttpClient& http, cache::KernelCache& cache, trust::AdminPolicy policy,
           trust::TrustEnvironment trust_env, trust::Environment platform_env = {});
+  Fetcher(const Fetcher&) = delete;  // api_ calls back into this object
+  Fetcher& operator=(const Fetcher&) = delete;
 
   Result<FetchResult> fetch(const FetchRequest& request, ProgressCallback progress = {});
 
  private:
-  // `hops`: kernel-status.toml redirects followed so far (bounded, each trust-checked).
+  // `hops`: redirects followed so far (bounded, each trust-checked). retry_resolve=false: the
+  // revision/refs lookup gets one attempt (a cached snapshot can answer instead).
   Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress,
-                                   int hops = 0);
+                                   int hops = 0, bool retry_resolve = true);
+  // The one trust decision for a repo that `from` leads to (kernel-status.toml redirect, or a
+  // rename or transfer on the Hub), taken before anything is asked of `to`.
+  Result<void> check_destination(const trust::RepoId& from, const trust::RepoId& to,
+                                 std::string_view how) const;
   // The destination request when the repo's kernel-status.toml redirects, after the trust
   // decision for the destination's publisher; nullopt when there is no redirect.
   Result<std::optional<FetchRequest>> follow_status_redirect(const FetchRequest& request,
                                                              const std::string& commit, int hops);
   Result<FetchResult> fetch_from_cache(const FetchRequest& request);
+  // Cheap: the cache names a commit for the request and holds its snapshot's build/ folder
+  // (fetch_from_cache still proves it complete before serving it).
+  bool has_cached_snapshot(const FetchRequest& request) const;
   Result<std::vector<std::string>> choose_variants(const FetchRequest& request,
                                                    const std::vector<std::string>& names) const;
 

@@ -1,12 +1,17 @@
 #include "hub/hub_api.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <charconv>
+
+#include "hub/api_url.hpp"
 
 namespace kernelhub::hub {
 namespace {
 
 constexpr int kMaxTreePages = 10'000;
 constexpr int kMaxRelativeRedirects = 5;
+constexpr int kMaxApiRedirects = 5;
 
 std::optional<std::uint64_t> to_size(const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
@@ -16,26 +21,79 @@ std::optional<std::uint64_t> to_size(const std::optional<std::string>& text) {
   return value;
 }
 
-// "/a/b" against "http://h:1/x/y" -> "http://h:1/a/b". Only host-less targets are
-// followed on HEAD, as huggingface_hub does; the query string is kept.
-std::optional<std::string> resolve_relative(const std::string& base, const std::string& location) {
-  if (location.find("://") != std::string::npos || location.rfind("//", 0) == 0)
-    return std::nullopt;
-  const auto scheme_end = base.find("://");
-  if (scheme_end == std::string::npos) return std::nullopt;
-  const auto path_start = base.find('/', scheme_end + 3);
-  const std::string origin = path_start == std::string::npos ? base : base.substr(0, path_start);
-  if (!location.empty() && location.front() == '/') return origin + location;
-  const std::string dir =
-      path_start == std::string::npos ? "/" : base.substr(0, base.rfind('/') + 1);
-  return (path_start == std::string::npos ? origin + "/" : dir) + location;
-}
-
 }  // namespace
 
 std::string HubApi::api_base(const trust::RepoId& repo, RepoKind kind) const {
   return config_.endpoint + (kind == RepoKind::kernel ? "/api/kernels/" : "/api/models/") +
-         repo.str();
+         current(repo).str();
+}
+
+trust::RepoId HubApi::current(const trust::RepoId& repo) const {
+  std::lock_guard lock(mutex_);
+  const auto it = moves_.find(repo.str());
+  return it == moves_.end() ? repo : it->second;
+}
+
+std::optional<trust::RepoId> HubApi::moved_to(const trust::RepoId& repo) const {
+  std::lock_guard lock(mutex_);
+  const auto it = moves_.find(repo.str());
+  if (it == moves_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<void> HubApi::check_move(const trust::RepoId& from, const trust::RepoId& to) const {
+  if (move_check_) return move_check_(from, to);
+  if (from.org == to.org) return ok();
+  return fail(ErrorCode::untrusted_publisher,
+              from.str() + " was moved on the Hub to " + to.str() +
+                  ", another publisher, and nothing decided whether to trust it");
+}
+
+Result<HttpResponse> HubApi::send_api(const trust::RepoId& repo, HttpRequest request) {
+  request.follow_redirects = false;  // followed here, so that each hop can be checked
+  const auto home = url_origin(config_.endpoint);
+  std::optional<trust::RepoId> moved;  // where this call's redirects lead, once approved
+  for (int hops = 0;; ++hops) {
+    auto response = http_.send(request);
+    if (!response) return response;
+    if (response->status < 300 || response->status >= 400) {
+      if (moved && *moved != repo) {
+        std::lock_guard lock(mutex_);
+        moves_.insert_or_assign(repo.str(), *moved);
+      }
+      return response;
+    }
+    const auto location = response->header("location");
+    if (!location || location->empty()) {
+      return fail(ErrorCode::malformed_response, "HTTP " + std::to_string(response->status) +
+                                                     " without a Location from " + request.url);
+    }
+    if (hops >= kMaxApiRedirects) {
+      return fail(ErrorCode::malformed_response, "more than " + std::to_string(kMaxApiRedirects) +
+                                                     " redirects from " + request.url +
+                                                     " (a redirect loop on the Hub?)");
+    }
+    const auto next = resolve_location(response->url, *location);
+    // huggingface_hub follows API redirects anywhere; the answers decide what is downloaded,
+    // so they must come from the configured Hub: another origin is refused.
+    if (!next || !home || url_origin(*next) != home) {
+      return fail(ErrorCode::malformed_response,
+                  "the Hub redirected " + request.url + " to another origin (" + *location +
+                      "); API calls only follow redirects within HF_ENDPOINT (" + config_.endpoint +
+                      "): set HF_ENDPOINT to that origin if you trust it");
+    }
+    auto target = api_repo_in_url(*next, config_.endpoint);
+    if (!target) return fail(target.error());
+    const trust::RepoId now = moved ? *moved : current(repo);
+    if (*target && (*target)->repo != now) {
+      // A renamed or transferred repo: the new name's publisher is decided before any
+      // request names it.
+      KH_TRY(check_move(repo, (*target)->repo));
+      spdlog::debug("{} redirects to {} on the Hub", now.str(), (*target)->repo.str());
+      moved = (*target)->repo;
+    }
+    request.url = *next;
+  }
 }
 
 RepoKind HubApi::kind(const trust::RepoId& repo) const {
@@ -47,17 +105,23 @@ RepoKind HubApi::kind(const trust::RepoId& repo) const {
 void HubApi::remember(const trust::RepoId& repo, RepoKind kind) {
   std::lock_guard lock(mutex_);
   kinds_[repo.str()] = kind;
+  // A moved repo keeps its type: later calls may name it by its new name.
+  if (const auto it = moves_.find(repo.str()); it != moves_.end()) kinds_[it->second.str()] = kind;
 }
 
 template <class Build>
-Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build build) {
+Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build build,
+                                                bool follow) {
+  const auto send = [&](const HttpRequest& request) {
+    return follow ? send_api(repo, request) : http_.send(request);
+  };
   bool known = false;
   {
     std::lock_guard lock(mutex_);
     known = kinds_.count(repo.str()) != 0;
   }
   const RepoKind first = kind(repo);
-  auto result = http_.send(build(first));
+  auto result = send(build(first));
   if (result) {
     remember(repo, first);
     return result;
@@ -65,7 +129,7 @@ Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build
   if (known || first != RepoKind::kernel || result.error().code != ErrorCode::repo_not_found)
     return result;
   // Legacy kernel repos live under the model type.
-  auto fallback = http_.send(build(RepoKind::model));
+  auto fallback = send(build(RepoKind::model));
   if (!fallback) {
     if (fallback.error().code == ErrorCode::repo_not_found) return result;  // the kernel-type error
     return fallback;
@@ -74,21 +138,24 @@ Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build
   return fallback;
 }
 
-Result<RepoRefs> HubApi::list_refs(const trust::RepoId& repo) {
+Result<RepoRefs> HubApi::list_refs(const trust::RepoId& repo, bool retry) {
   auto response = send_with_fallback(repo, [&](RepoKind kind) {
     HttpRequest request;
     request.url = api_base(repo, kind) + "/refs";
+    request.retry = retry;
     return request;
   });
   if (!response) return fail(response.error());
   return parse_refs_json(response->body);
 }
 
-Result<std::string> HubApi::resolve_revision(const trust::RepoId& repo, std::string_view revision) {
+Result<std::string> HubApi::resolve_revision(const trust::RepoId& repo, std::string_view revision,
+                                             bool retry) {
   if (is_commit_sha(revision)) return std::string(revision);
   auto response = send_with_fallback(repo, [&](RepoKind kind) {
     HttpRequest request;
     request.url = api_base(repo, kind) + "/revision/" + url_encode(revision, false);
+    request.retry = retry;
     return request;
   });
   if (!response) return fail(response.error());
@@ -119,7 +186,7 @@ Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std:
       return fail(ErrorCode::malformed_response, "tree listing has too many pages");
     HttpRequest request;
     request.url = next->find("://") == std::string::npos ? config_.endpoint + *next : *next;
-    auto response = http_.send(request);
+    auto response = send_api(repo, request);
     if (!response) return fail(response.error());
     page = std::move(*response);
   }
@@ -129,8 +196,8 @@ Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std:
 std::string HubApi::resolve_url(const trust::RepoId& repo, std::string_view commit,
                                 std::string_view path) const {
   const std::string prefix = kind(repo) == RepoKind::kernel ? "/kernels/" : "/";
-  return config_.endpoint + prefix + repo.str() + "/resolve/" + url_encode(commit, false) + "/" +
-         url_encode(path, true);
+  return config_.endpoint + prefix + current(repo).str() + "/resolve/" + url_encode(commit, false) +
+         "/" + url_encode(path, true);
 }
 
 Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoId& repo,
@@ -152,14 +219,17 @@ Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoI
 
 Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_view commit,
                                        std::string_view path) {
-  auto response = send_with_fallback(repo, [&](RepoKind kind) {
-    HttpRequest request;
-    request.method = "HEAD";
-    const std::string prefix = kind == RepoKind::kernel ? "/kernels/" : "/";
-    request.url = config_.endpoint + prefix + repo.str() + "/resolve/" + url_encode(commit, false) +
-                  "/" + url_encode(path, true);
-    return request;
-  });
+  auto response = send_with_fallback(
+      repo,
+      [&](RepoKind kind) {
+        HttpRequest request;
+        request.method = "HEAD";
+        const std::string prefix = kind == RepoKind::kernel ? "/kernels/" : "/";
+        request.url = config_.endpoint + prefix + current(repo).str() + "/resolve/" +
+                      url_encode(commit, false) + "/" + url_encode(path, true);
+        return request;
+      },
+      /*follow=*/false);  // a 3xx here carries the file's metadata
   if (!response) return fail(response.error());
   // Follow host-less redirects only (renames, resolve-cache); an absolute one is the CDN
   // and its metadata is read from the 3xx itself.
@@ -168,7 +238,8 @@ Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_vi
     if (!location)
       return fail(ErrorCode::malformed_response,
                   "redirect without Location for " + std::string(path));
-    const auto next = resolve_relative(response->url, *location);
+    if (!is_host_less(*location)) break;
+    const auto next = resolve_location(response->url, *location);
     if (!next) break;
     if (hops >= kMaxRelativeRedirects)
       return fail(ErrorCode::malformed_response, "too many redirects for " + std::string(path));

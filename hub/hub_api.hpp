@@ -1,9 +1,12 @@
 // The Hub's REST API for kernel repos: refs, revision -> commit, tree listings, file
 // metadata. Kernel repo-type paths are tried first; a RepoNotFound there falls back to the
 // model-type paths (legacy kernel repos), and the type that worked is remembered per repo.
+// API redirects (renamed or transferred repos) are followed within the endpoint's origin, a
+// bounded number of times; a redirect to another repo is approved by the move check first.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -53,11 +56,24 @@ struct FileMetadata {
 
 class HubApi {
  public:
+  // Decides whether an API redirect from `from` to another repo `to` may be followed; it
+  // runs before any request names `to`. An error refuses the move and fails the call.
+  using MoveCheck = std::function<Result<void>(const trust::RepoId& from, const trust::RepoId& to)>;
+
   HubApi(HubConfig config, HttpClient& http) : config_(std::move(config)), http_(http) {}
 
-  Result<RepoRefs> list_refs(const trust::RepoId& repo);
+  // Without a check, only moves within the same org are followed.
+  void set_move_check(MoveCheck check) { move_check_ = std::move(check); }
+  // Where the Hub moved `repo` (a redirect to it was approved and answered); every later
+  // call for `repo` goes there directly.
+  std::optional<trust::RepoId> moved_to(const trust::RepoId& repo) const;
+
+  // retry=false: one attempt, no backoff or Retry-After wait (a caller with a cached answer
+  // to fall back on wants the error at once).
+  Result<RepoRefs> list_refs(const trust::RepoId& repo, bool retry = true);
   // A 40-hex revision is returned as is, without a request.
-  Result<std::string> resolve_revision(const trust::RepoId& repo, std::string_view revision);
+  Result<std::string> resolve_revision(const trust::RepoId& repo, std::string_view revision,
+                                       bool retry = true);
   // Entries under `path_in_repo` ("" for the root), following Link rel="next" pages. Any
   // hostile or malformed entry fails the whole listing (unsafe_path / malformed_response).
   Result<std::vector<TreeEntry>> list_tree(const trust::RepoId& repo, std::string_view commit,
@@ -78,16 +94,25 @@ class HubApi {
 
  private:
   std::string api_base(const trust::RepoId& repo, RepoKind kind) const;
+  // `repo`, or where the Hub moved it.
+  trust::RepoId current(const trust::RepoId& repo) const;
+  // One API GET for `repo`, following same-origin redirects (kMaxApiRedirects at most).
+  Result<HttpResponse> send_api(const trust::RepoId& repo, HttpRequest request);
+  Result<void> check_move(const trust::RepoId& from, const trust::RepoId& to) const;
   // Sends the request built for each kind in turn (kernel first unless the repo is known
-  // to be a model), falling back on repo_not_found.
+  // to be a model), falling back on repo_not_found. follow: through send_api; else a 3xx is
+  // returned as is.
   template <class Build>
-  Result<HttpResponse> send_with_fallback(const trust::RepoId& repo, Build build);
+  Result<HttpResponse> send_with_fallback(const trust::RepoId& repo, Build build,
+                                          bool follow = true);
   void remember(const trust::RepoId& repo, RepoKind kind);
 
   HubConfig config_;
   HttpClient& http_;
+  MoveCheck move_check_;
   mutable std::mutex mutex_;
   std::map<std::string, RepoKind> kinds_;
+  std::map<std::string, trust::RepoId> moves_;  // requested repo -> where the Hub moved it
 };
 
 bool is_commit_sha(std::string_view text) noexcept;

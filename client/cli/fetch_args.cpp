@@ -59,6 +59,9 @@ nlohmann::json fetched_to_json(const client::FetchedKernel& kernel) {
   out["snapshot"] = kernel.snapshot_path.string();
   out["from_cache"] = kernel.from_cache;
   out["via_daemon"] = kernel.via_daemon;
+  // Why the Hub was not used and the cached snapshot was served instead; null normally.
+  out["cache_fallback"] = kernel.cache_fallback.empty() ? nlohmann::json(nullptr)
+                                                        : nlohmann::json(kernel.cache_fallback);
   out["files"] = nlohmann::json::array();
   for (const auto& file : kernel.files) {
     out["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});

@@ -34,7 +34,8 @@ void add_fetch_options(CLI::App& cmd, FetchArgs& args);
 
 Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string& repo);
 
-// {"repo","commit","variants","variant"?,"path","snapshot","from_cache","via_daemon","files"}
+// {"repo","commit","variants","variant"?,"path","snapshot","from_cache","via_daemon",
+// "cache_fallback" (null, or the Hub error that made a fetch serve the cache),"files"}
 nlohmann::json fetched_to_json(const client::FetchedKernel& kernel);
 // One line per variant: <snapshot>/build/<variant>.
 void print_variant_paths(const client::FetchedKernel& kernel);

@@ -1,4 +1,9 @@
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 
@@ -12,6 +17,16 @@ std::vector<Registrar>& command_registry() {
 }  // namespace kernelhub::cli
 
 int main(int argc, char** argv) {
+  // Log lines (warnings such as "using the cached snapshot") go to stderr: stdout carries
+  // the command's output (paths, --json).
+  auto logger =
+      spdlog::stderr_color_mt("kernelhub", isatty(STDERR_FILENO) ? spdlog::color_mode::automatic
+                                                                 : spdlog::color_mode::never);
+  logger->set_pattern("kernelhub: %l: %v");
+  spdlog::set_default_logger(logger);
+  if (const char* level = std::getenv("KERNELHUB_LOG"))
+    spdlog::set_level(spdlog::level::from_str(level));
+
   CLI::App app{"kernelhub: fetch, verify and cache compute kernels from the Hugging Face Hub"};
   app.require_subcommand(1);
 
