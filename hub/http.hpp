@@ -70,8 +70,11 @@ std::optional<std::string> parse_link_next(std::string_view link_header);
 std::optional<int> retry_after_seconds(const HeaderMap& headers);
 
 // Typed error for a non-2xx/3xx response: X-Error-Code first (RepoNotFound,
-// RevisionNotFound, EntryNotFound, GatedRepo), then 401/403 -> unauthorized,
-// 429 -> rate_limited, else http_status; message includes X-Error-Message / JSON "error".
+// RevisionNotFound, EntryNotFound, GatedRepo); without one, a 401 on a repo URL (API or
+// resolve) or a 404 on a repo API URL is repo_not_found, as huggingface_hub reads them (unless
+// the token was rejected: "Invalid credentials in Authorization header"); then 401/403 ->
+// unauthorized, 429 -> rate_limited, else http_status; message includes X-Error-Message /
+// JSON "error".
 Error map_http_error(int status, const HeaderMap& headers, std::string_view body,
                      std::string_view url);
 

@@ -135,6 +135,29 @@ std::optional<int> retry_after_seconds(const HeaderMap& headers) {
   return std::nullopt;
 }
 
+namespace {
+
+// huggingface_hub's REPO_API_REGEX: /api/{type}s/{repo}... is an API URL of a repo, and
+// /{repo}/resolve/... a file URL of one.
+enum class RepoUrl { none, api, file };
+RepoUrl repo_url_kind(std::string_view url) {
+  const auto scheme = url.find("://");
+  if (scheme == std::string_view::npos) return RepoUrl::none;
+  const auto path_start = url.find('/', scheme + 3);
+  if (path_start == std::string_view::npos) return RepoUrl::none;
+  std::string_view path = url.substr(path_start);
+  path = path.substr(0, path.find_first_of("?#"));
+  for (const std::string_view type : {"kernels/", "models/", "datasets/", "spaces/"}) {
+    const auto at = path.find("/api/" + std::string(type));
+    if (at != std::string_view::npos && path.size() > at + 5 + type.size()) return RepoUrl::api;
+  }
+  const auto resolve = path.find("/resolve/");
+  if (resolve != std::string_view::npos && resolve > 0) return RepoUrl::file;
+  return RepoUrl::none;
+}
+
+}  // namespace
+
 Error map_http_error(int status, const HeaderMap& headers, std::string_view body,
                      std::string_view url) {
   const std::string message = server_message(headers, body);
@@ -152,6 +175,16 @@ Error map_http_error(int status, const HeaderMap& headers, std::string_view body
   if (code == "EntryNotFound") return {ErrorCode::entry_not_found, with("file not found")};
   if (code == "GatedRepo")
     return {ErrorCode::gated, with("gated repository: request access on the Hub and set HF_TOKEN")};
+  // The Hub answers a missing repo, and a private or gated one asked without a token, with a
+  // bare 401 ("Invalid username or password."); only a rejected token says so explicitly.
+  const bool bad_token =
+      message.find("Invalid credentials in Authorization header") != std::string::npos;
+  const auto repo_url = code.empty() ? repo_url_kind(url) : RepoUrl::none;
+  if (!bad_token && ((status == 401 && repo_url != RepoUrl::none) ||
+                     (status == 404 && repo_url == RepoUrl::api))) {
+    return {ErrorCode::repo_not_found,
+            with("repository not found (or private: set HF_TOKEN to a token with access)")};
+  }
   if (status == 401 || status == 403) {
     return {ErrorCode::unauthorized, with("not authorized: check HF_TOKEN and its permissions")};
   }
