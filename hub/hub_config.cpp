@@ -41,20 +41,26 @@ std::optional<std::string> read_token_file(const std::filesystem::path& path) {
 }
 
 // huggingface_hub order: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, then the token file
-// ($HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token).
+// ($HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token). Paths expand ~ and
+// $VAR as Python does. A blank value (empty or whitespace only) is no token: it is skipped,
+// so no "Authorization: Bearer " with nothing after it is ever sent.
 std::optional<std::string> resolve_token(const trust::Environment& env) {
   if (env.is_true("HF_HUB_DISABLE_IMPLICIT_TOKEN")) return std::nullopt;
-  if (auto token = env.get("HF_TOKEN")) return trim(*token);
-  if (auto token = env.get("HUGGING_FACE_HUB_TOKEN")) return trim(*token);
+  for (const char* var : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
+    if (auto token = env.get(var); token && !trim(*token).empty()) return trim(*token);
+  }
+  const auto expand = [&env](const std::string& value) -> std::filesystem::path {
+    return trust::expand_path(value, env);
+  };
   std::filesystem::path file;
   if (auto path = env.get("HF_TOKEN_PATH")) {
-    file = *path;
+    file = expand(*path);
   } else if (auto home = env.get("HF_HOME")) {
-    file = std::filesystem::path(*home) / "token";
+    file = expand(*home) / "token";
   } else if (auto xdg = env.get("XDG_CACHE_HOME")) {
-    file = std::filesystem::path(*xdg) / "huggingface" / "token";
-  } else if (auto user_home = env.get("HOME")) {
-    file = std::filesystem::path(*user_home) / ".cache" / "huggingface" / "token";
+    file = expand(*xdg) / "huggingface" / "token";
+  } else if (env.get("HOME")) {  // no HOME: no implicit token file (hermetic services)
+    file = expand("~") / ".cache" / "huggingface" / "token";
   } else {
     return std::nullopt;
   }
