@@ -15,6 +15,7 @@
 
 #include "client/cli/commands.hpp"
 #include "hub/server/hub_server.hpp"
+#include "trust/repo_id.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -36,6 +37,11 @@ struct ServeArgs {
   int retry_after = 0;
   bool ignore_range = false;
   std::string path_filter;
+  std::string fail_path_filter;
+  std::vector<std::string> renames;  // FROM=TO
+  bool anonymous_401 = false;
+  std::vector<std::string> private_repos;
+  std::vector<std::string> model_only_repos;
 };
 
 // Temp file + rename, so a waiting test never reads a half-written port number.
@@ -85,6 +91,20 @@ int run_serve(const ServeArgs& args) {
   faults.retry_after_seconds = args.retry_after;
   faults.ignore_range = args.ignore_range;
   faults.path_filter = args.path_filter;
+  faults.fail_path_filter = args.fail_path_filter;
+  for (const auto& rename : args.renames) {
+    const auto eq = rename.find('=');
+    if (eq == std::string::npos || !trust::RepoId::parse(rename.substr(0, eq)) ||
+        !trust::RepoId::parse(rename.substr(eq + 1))) {
+      std::cerr << "kernelhub serve: --fault-rename wants ORG/NAME=ORG/NAME, got " << rename
+                << "\n";
+      return 2;
+    }
+    faults.renames[rename.substr(0, eq)] = rename.substr(eq + 1);
+  }
+  faults.anonymous_401 = args.anonymous_401;
+  faults.private_repos = {args.private_repos.begin(), args.private_repos.end()};
+  faults.model_only_repos = {args.model_only_repos.begin(), args.model_only_repos.end()};
 
   // Block the stop signals before any server thread exists; this thread waits for them.
   sigset_t stop_signals;
@@ -141,6 +161,18 @@ void register_serve(CLI::App& app, Action& action) {
                 "Answer Range requests with 200 and the full body");
   cmd->add_option("--fault-path-filter", args->path_filter,
                   "Download faults only for paths containing this");
+  cmd->add_option("--fault-status-path-filter", args->fail_path_filter,
+                  "--fault-status only for request paths containing this (e.g. /revision/)");
+  cmd->add_option("--fault-rename", args->renames,
+                  "ORG/NAME=ORG2/NAME2: the first answers 307 to the second, as the Hub does for "
+                  "a renamed or transferred repo (repeatable)");
+  cmd->add_flag("--fault-anonymous-401", args->anonymous_401,
+                "Without Authorization, a missing or --fault-private-repo repo answers 401 "
+                "without X-Error-Code, as the Hub does");
+  cmd->add_option("--fault-private-repo", args->private_repos,
+                  "ORG/NAME needing a token under --fault-anonymous-401 (repeatable)");
+  cmd->add_option("--fault-model-only-repo", args->model_only_repos,
+                  "ORG/NAME served only under the model type (a legacy kernel repo; repeatable)");
   cmd->callback([args, &action] { action = [args] { return run_serve(*args); }; });
 }
 

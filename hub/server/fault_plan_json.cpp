@@ -14,6 +14,11 @@ nlohmann::json to_json(const FaultPlan& plan) {
   j["retry_after_seconds"] = plan.retry_after_seconds;
   j["ignore_range"] = plan.ignore_range;
   j["path_filter"] = plan.path_filter;
+  j["fail_path_filter"] = plan.fail_path_filter;
+  j["renames"] = plan.renames;
+  j["anonymous_401"] = plan.anonymous_401;
+  j["private_repos"] = plan.private_repos;
+  j["model_only_repos"] = plan.model_only_repos;
   return j;
 }
 
@@ -34,6 +39,14 @@ Result<FaultPlan> fault_plan_from_json(const nlohmann::json& j) {
     plan.retry_after_seconds = j.value("retry_after_seconds", plan.retry_after_seconds);
     plan.ignore_range = j.value("ignore_range", plan.ignore_range);
     plan.path_filter = j.value("path_filter", plan.path_filter);
+    plan.fail_path_filter = j.value("fail_path_filter", plan.fail_path_filter);
+    if (j.contains("renames"))
+      plan.renames = j["renames"].get<std::map<std::string, std::string>>();
+    plan.anonymous_401 = j.value("anonymous_401", plan.anonymous_401);
+    if (j.contains("private_repos"))
+      plan.private_repos = j["private_repos"].get<std::set<std::string>>();
+    if (j.contains("model_only_repos"))
+      plan.model_only_repos = j["model_only_repos"].get<std::set<std::string>>();
   } catch (const nlohmann::json::exception& e) {
     return fail(ErrorCode::invalid_argument, std::string("bad fault plan: ") + e.what());
   }
@@ -43,7 +56,10 @@ Result<FaultPlan> fault_plan_from_json(const nlohmann::json& j) {
 nlohmann::json to_json(const std::vector<RequestRecord>& records) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : records)
-    out.push_back({{"method", r.method}, {"path", r.path}, {"status", r.status}});
+    out.push_back({{"method", r.method},
+                   {"path", r.path},
+                   {"status", r.status},
+                   {"authorization", r.authorization}});
   return out;
 }
 
@@ -52,7 +68,7 @@ Result<std::vector<RequestRecord>> request_records_from_json(const nlohmann::jso
   try {
     for (const auto& r : j) {
       out.push_back({r.at("method").get<std::string>(), r.at("path").get<std::string>(),
-                     r.at("status").get<int>()});
+                     r.at("status").get<int>(), r.value("authorization", false)});
     }
   } catch (const nlohmann::json::exception& e) {
     return fail(ErrorCode::malformed_response, std::string("bad request records: ") + e.what());

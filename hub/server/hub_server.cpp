@@ -70,15 +70,20 @@ struct HubServer::Impl {
     server.set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive peers
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_test_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
-      auto failure = ctx.take_failure();
-      if (!failure) return httplib::Server::HandlerResponse::Unhandled;
+      auto failure = ctx.take_failure(req.path);
+      if (!failure) {
+        return answer_repo_faults(ctx, req, res) ? httplib::Server::HandlerResponse::Handled
+                                                 : httplib::Server::HandlerResponse::Unhandled;
+      }
       take_ranges(req);
       send_failure(res, *failure);
       return httplib::Server::HandlerResponse::Handled;
     });
     server.set_error_handler(httplib::Server::HandlerWithResponse(
         [](const httplib::Request& req, httplib::Response& res) {
-          if (res.has_header("X-Error-Code")) return httplib::Server::HandlerResponse::Unhandled;
+          // Hub errors already answered (a bare 401 has only X-Error-Message) stay as they are.
+          if (res.has_header("X-Error-Code") || res.has_header("X-Error-Message"))
+            return httplib::Server::HandlerResponse::Unhandled;
           take_ranges(req);
           send_error(res, res.status, res.status == 404 ? "RepoNotFound" : "BadRequest",
                      "no such endpoint: " + req.method + " " + req.path);
@@ -88,7 +93,8 @@ struct HubServer::Impl {
     server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_test_path(req.path)) return;
       std::lock_guard lock(ctx.mutex);
-      ctx.records.push_back({req.method, req.path, res.status});
+      ctx.records.push_back(
+          {req.method, req.path, res.status, !req.get_header_value("Authorization").empty()});
     });
     register_api_routes(server, ctx);
     register_file_routes(server, ctx);

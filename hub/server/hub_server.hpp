@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -30,12 +31,29 @@ struct FaultPlan {
   int retry_after_seconds = 0;                     // sent as Retry-After / RateLimit t=
   bool ignore_range = false;                       // answer 200 with the full body
   std::string path_filter;
+  // fail_status only for request paths containing this (e.g. "/revision/" or "/refs": the
+  // Hub failing revision resolution while files still serve); empty: every request.
+  std::string fail_path_filter;
+
+  // Real-Hub behaviours (research/hub-realism.md), applied to every API and resolve request:
+  // A renamed or transferred repo, "org/name" -> "org2/name2": requests of the first answer
+  // 307 with a relative Location naming the second (query kept), as the Hub does.
+  std::map<std::string, std::string> renames;
+  // A request without Authorization for a repo that is not found (not in the store, or a
+  // model_only_repos entry asked as a kernel) or is listed in private_repos answers 401
+  // "Invalid username or password." without X-Error-Code, as the Hub answers anonymous users.
+  bool anonymous_401 = false;
+  std::set<std::string> private_repos;
+  // Legacy kernel repos that exist only under the model type: /api/kernels/... and
+  // /kernels/.../resolve/... of them are not found.
+  std::set<std::string> model_only_repos;
 };
 
 struct RequestRecord {
   std::string method;
   std::string path;  // request path without the query string
   int status = 0;
+  bool authorization = false;  // an Authorization header was sent
 };
 
 struct ServerOptions {

@@ -27,8 +27,8 @@ struct ServerContext {
   FaultPlan faults;
   std::vector<RequestRecord> records;
 
-  // Takes one 429/503 from the plan if any are left.
-  std::optional<FaultPlan> take_failure();
+  // Takes one 429/503 from the plan if any are left and `path` matches fail_path_filter.
+  std::optional<FaultPlan> take_failure(const std::string& path = {});
   // The download faults that apply to `repo_path`; consumes one reset when `consume`.
   FaultPlan download_faults(const std::string& repo_path, bool consume);
   // "http://host:port" as the client addressed us (Host header), for Location and Link.
@@ -68,6 +68,10 @@ struct RevisionAndPath {
 };
 Result<RevisionAndPath> split_revision(const LocalStore& store, const trust::RepoId& repo,
                                        const std::string& rest, bool need_path);
+
+// FaultPlan's renames, anonymous 401s and model-only repos (repo_faults.cpp); true when it
+// answered the request.
+bool answer_repo_faults(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 void register_api_routes(httplib::Server& server, ServerContext& ctx);
 void register_file_routes(httplib::Server& server, ServerContext& ctx);

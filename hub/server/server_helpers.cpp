@@ -4,9 +4,11 @@
 
 namespace kernelhub::hub::server {
 
-std::optional<FaultPlan> ServerContext::take_failure() {
+std::optional<FaultPlan> ServerContext::take_failure(const std::string& path) {
   std::lock_guard lock(mutex);
   if (faults.fail_status == 0 || faults.fail_count <= 0) return std::nullopt;
+  if (!faults.fail_path_filter.empty() && path.find(faults.fail_path_filter) == std::string::npos)
+    return std::nullopt;
   --faults.fail_count;
   return faults;
 }
