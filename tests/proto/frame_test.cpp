@@ -10,6 +10,7 @@ using namespace kernelhub;
 using namespace kernelhub::proto;
 using namespace kernelhub::proto::testing;
 using nlohmann::json;
+using namespace std::string_literals;
 
 namespace {
 
@@ -96,18 +97,11 @@ TEST_CASE("an oversized length is frame_too_large from the header alone",
 }
 
 TEST_CASE("malformed payloads are malformed_frame", "[proto][frame][malformed]") {
-  const std::string payloads[] = {"{",
-                                  "not json",
-                                  "[1,2,3]",
-                                  "\"hello\"",
-                                  "42",
-                                  "null",
-                                  "{}",
-                                  R"({"type":1})",
-                                  R"({"type":null})",
+  const std::string payloads[] = {"{", "not json", "[1,2,3]", "\"hello\"", "42", "null", "{}",
+                                  R"({"type":1})", R"({"type":null})",
                                   R"({"type":"status"} {"type":"ls"})",
-                                  std::string("{\"type\":\"a\0\"}", 15),
-                                  "{\"type\":\"\xff\xfe\"}"};
+                                  // 13 bytes, a NUL inside the string (the s suffix keeps it)
+                                  "{\"type\":\"a\0\"}"s, "{\"type\":\"\xff\xfe\"}"};
   for (const auto& payload : payloads) {
     INFO(json(payload).dump(-1, ' ', false, json::error_handler_t::replace));
     FrameDecoder decoder;

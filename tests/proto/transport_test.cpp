@@ -217,10 +217,12 @@ TEST_CASE("large frames cross the socket whole", "[proto][transport]") {
   json big{{"type", "ls"}, {"id", 1}, {"repos", json::array()}};
   for (int i = 0; i < 5000; ++i)
     big["repos"].push_back({{"repo", "org/r" + std::to_string(i)}, {"pad", std::string(100, 'p')}});
-  std::thread writer([&] { REQUIRE(send_frame(pair.a.get(), big)); });
+  Result<void> sent;  // checked here: Catch2 asserts on the main thread only
+  std::thread writer([&] { sent = send_frame(pair.a.get(), big); });
   FrameReader reader(pair.b.get());
   auto got = reader.read(std::chrono::seconds(10));
   writer.join();
+  REQUIRE(sent);
   REQUIRE(got);
   REQUIRE(got->has_value());
   CHECK((*got)->message == big);
