@@ -139,19 +139,30 @@ TEST_CASE("offline clients are served from the cache only", "[daemon]") {
 TEST_CASE("8 concurrent clients of an uncached kernel share one download", "[daemon]") {
   DaemonHarness h;
   h.fx.server->reset_requests();
-  std::vector<std::future<std::vector<std::string>>> clients;
+  // Workers only collect (Catch2 asserts on this thread only): the handed-out contents, or
+  // the error that stopped them.
+  std::vector<std::future<Result<std::vector<std::string>>>> clients;
   for (int i = 0; i < 8; ++i) {
-    clients.push_back(std::async(std::launch::async, [&h, i] {
-      TestClient client(h.socket);
-      client.hello();
-      auto reply = client.call(fetch_request(kKernelRepo, static_cast<std::uint64_t>(i)));
+    clients.push_back(std::async(std::launch::async, [&h, i]() -> Result<std::vector<std::string>> {
+      auto client = TestClient::connect(h.socket);
+      if (!client) return fail(std::move(client).error());
+      if (auto hello = client->try_hello(); !hello) return fail(std::move(hello).error());
+      auto reply = client->try_call(fetch_request(kKernelRepo, static_cast<std::uint64_t>(i)));
+      if (!reply) return fail(std::move(reply).error());
+      if (reply->frame.at("type") != "fetched")
+        return fail(ErrorCode::internal, "not fetched: " + reply->frame.dump());
       std::vector<std::string> contents;
-      for (const auto& fd : reply.fds) contents.push_back(read_fd(fd.get()));
+      for (const auto& fd : reply->fds) contents.push_back(read_fd(fd.get()));
       return contents;
     }));
   }
   std::set<std::vector<std::string>> distinct;
-  for (auto& c : clients) distinct.insert(c.get());
+  for (auto& c : clients) {
+    auto contents = c.get();
+    INFO((contents ? std::string("fetched") : contents.error().message));
+    REQUIRE(contents);
+    distinct.insert(std::move(*contents));
+  }
   REQUIRE(distinct.size() == 1);
   CHECK(distinct.begin()->size() >= 5);
   std::set<std::string> paths;

@@ -11,7 +11,8 @@
 namespace kernelhub::testing {
 namespace fs = std::filesystem;
 
-DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml)
+DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml,
+                             const std::map<std::string, std::string>& extra_env)
     : socket(fx.tmp.path() / "run" / "kernelhub.sock"),
       cache_dir(fx.tmp.path() / "daemon-cache"),
       policy_file(fx.tmp.path() / "policy.toml") {
@@ -19,6 +20,7 @@ DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml)
   options.socket_path = socket;
   options.cache_dir = cache_dir;
   options.env = fx.env();
+  for (const auto& [name, value] : extra_env) options.env.set(name, value);
   options.use_socket_activation = false;
   options.shutdown_grace = std::chrono::seconds(5);
   if (policy_toml) {
@@ -28,16 +30,21 @@ DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml)
   daemon = std::make_unique<daemon::Daemon>(std::move(options));
   thread_ = std::thread([this] {
     auto result = daemon->run();
-    if (!result) FAIL_CHECK("daemon: " << result.error().message);
+    if (!result) run_error_ = result.error().message;
   });
   for (int i = 0; i < 500 && !daemon->ready(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  REQUIRE(daemon->ready());
+  if (!daemon->ready()) {
+    daemon->request_stop();
+    thread_.join();
+    FAIL("daemon not ready after 5 s: " << run_error_.value_or("(run() still running)"));
+  }
 }
 
 DaemonHarness::~DaemonHarness() {
   daemon->request_stop();
   thread_.join();
+  if (run_error_) FAIL_CHECK("daemon: " << *run_error_);
 }
 
 void DaemonHarness::publish_sage() {
@@ -51,37 +58,54 @@ void DaemonHarness::publish_sage() {
   REQUIRE(hub::server::publish_directory(request));
 }
 
-TestClient::TestClient(const fs::path& socket)
-    : fd_([&] {
-        auto fd = proto::connect_unix(socket);
-        REQUIRE(fd);
-        return std::move(*fd);
-      }()),
-      reader_(fd_.get()) {}
+namespace {
 
-nlohmann::json TestClient::hello(int protocol, std::vector<std::string> caps) {
-  REQUIRE(proto::send_frame(fd_.get(), {{"type", "hello"},
-                                        {"protocol", protocol},
-                                        {"capabilities", caps},
-                                        {"client", "daemon-test"}}));
-  auto frame = read();
-  REQUIRE(frame);
-  REQUIRE(*frame);
-  return (*frame)->message;
+// A REQUIRE for the main thread that shows the error's message.
+template <typename T>
+T required(Result<T> result) {
+  if (!result) FAIL(result.error().message);
+  return std::move(*result);
 }
 
-Reply TestClient::call(const nlohmann::json& request) {
-  REQUIRE(proto::send_frame(fd_.get(), request));
+}  // namespace
+
+TestClient::TestClient(const fs::path& socket) : TestClient(required(connect(socket))) {}
+
+Result<TestClient> TestClient::connect(const fs::path& socket) {
+  auto fd = proto::connect_unix(socket);
+  if (!fd) return fail(std::move(fd).error());
+  return TestClient(std::move(*fd));
+}
+
+nlohmann::json TestClient::hello(int protocol, std::vector<std::string> caps) {
+  return required(try_hello(protocol, std::move(caps)));
+}
+
+Reply TestClient::call(const nlohmann::json& request) { return required(try_call(request)); }
+
+Result<nlohmann::json> TestClient::try_hello(int protocol, std::vector<std::string> caps) {
+  KH_TRY(proto::send_frame(fd_.get(), {{"type", "hello"},
+                                       {"protocol", protocol},
+                                       {"capabilities", caps},
+                                       {"client", "daemon-test"}}));
+  auto frame = read();
+  if (!frame) return fail(std::move(frame).error());
+  if (!*frame) return fail(ErrorCode::network, "the daemon closed the connection before hello");
+  return std::move((*frame)->message);
+}
+
+Result<Reply> TestClient::try_call(const nlohmann::json& request) {
+  KH_TRY(proto::send_frame(fd_.get(), request));
   Reply reply;
   for (;;) {
     auto frame = read();
-    REQUIRE(frame);
-    REQUIRE(*frame);
+    if (!frame) return fail(std::move(frame).error());
+    if (!*frame) return fail(ErrorCode::network, "the daemon closed the connection before a reply");
     if ((*frame)->message.at("type") == "progress") {
       ++reply.progress_events;
       continue;
     }
-    reply.frame = (*frame)->message;
+    reply.frame = std::move((*frame)->message);
     reply.fds = std::move((*frame)->fds);
     return reply;
   }

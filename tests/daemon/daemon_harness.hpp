@@ -1,5 +1,8 @@
 // A real Daemon on a temp socket, running in-process against the HubServer of a
 // FetchFixture, and a small protocol client that speaks to it frame by frame.
+// Catch2 assertions are not thread-safe: only the main thread asserts. Code that runs in
+// other threads (the daemon's, a test's workers) returns results, errors included, and the
+// main thread checks them (the try_* calls below never assert).
 #pragma once
 
 #include <filesystem>
@@ -19,7 +22,9 @@ inline const trust::RepoId kSageRepo{"SageAttention", "demo-fetch"};
 
 class DaemonHarness {
  public:
-  explicit DaemonHarness(std::optional<std::string> policy_toml = std::nullopt);
+  // `extra_env`: variables added to the daemon's environment (e.g. small slow-link limits).
+  explicit DaemonHarness(std::optional<std::string> policy_toml = std::nullopt,
+                         const std::map<std::string, std::string>& extra_env = {});
   ~DaemonHarness();
 
   FetchFixture fx;
@@ -32,6 +37,7 @@ class DaemonHarness {
 
  private:
   std::thread thread_;
+  std::optional<std::string> run_error_;  // written by thread_, read after join()
 };
 
 struct Reply {
@@ -42,11 +48,16 @@ struct Reply {
 
 class TestClient {
  public:
-  explicit TestClient(const std::filesystem::path& socket);
+  explicit TestClient(const std::filesystem::path& socket);  // asserts that it connected
+  static Result<TestClient> connect(const std::filesystem::path& socket);
   nlohmann::json hello(int protocol = proto::kProtocolVersion,
                        std::vector<std::string> caps = {"fds", "progress"});
   // Sends `request` and reads frames until one that is not `progress`.
   Reply call(const nlohmann::json& request);
+  // The same without assertions, for worker threads.
+  Result<nlohmann::json> try_hello(int protocol = proto::kProtocolVersion,
+                                   std::vector<std::string> caps = {"fds", "progress"});
+  Result<Reply> try_call(const nlohmann::json& request);
   Result<std::optional<proto::ReceivedFrame>> read() {
     return reader_.read(std::chrono::seconds(10));
   }
@@ -54,6 +65,7 @@ class TestClient {
   void close() { fd_.reset(); }
 
  private:
+  explicit TestClient(UniqueFd fd) : fd_(std::move(fd)), reader_(fd_.get()) {}
   UniqueFd fd_;
   proto::FrameReader reader_;
 };
