@@ -170,7 +170,7 @@ std::size_t HubServer::count(const std::string& method, const std::string& path_
   std::lock_guard lock(impl_->ctx.mutex);
   std::size_t n = 0;
   for (const auto& r : impl_->ctx.records) {
-    if (r.method == method && r.path.find(path_part) != std::string::npos) ++n;
+    if ((method.empty() || r.method == method) && r.path.find(path_part) != std::string::npos) ++n;
   }
   return n;
 }

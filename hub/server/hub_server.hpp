@@ -85,7 +85,8 @@ class HubServer {
 
   void set_faults(const FaultPlan& plan);
   std::vector<RequestRecord> requests() const;
-  // Requests whose method equals `method` and whose path contains `path_part`.
+  // Requests whose method equals `method` (any method when empty) and whose path contains
+  // `path_part`.
   std::size_t count(const std::string& method, const std::string& path_part) const;
   void reset_requests();
 
