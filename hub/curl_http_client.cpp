@@ -1,5 +1,6 @@
 // CurlHttpClient: one API request at a time, body kept in memory under a cap, retried
-// with the Hub's backoff on timeouts, resets, 408/429/5xx.
+// with the Hub's backoff on timeouts, resets, 408/429/5xx, all within one deadline and with
+// capped waits (TLS verification failures are never retried).
 #include <spdlog/spdlog.h>
 
 #include <thread>
@@ -37,7 +38,10 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
 
 }  // namespace
 
-Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request) const {
+Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request,
+                                               std::chrono::steady_clock::time_point deadline,
+                                               bool& retryable) const {
+  retryable = false;
   CurlEasy easy;
   if (!easy) return fail(ErrorCode::internal, "curl_easy_init failed");
   CurlSlist headers;
@@ -56,6 +60,13 @@ Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request) const
   curl_easy_setopt(easy.get(), CURLOPT_ERRORBUFFER, error_text);
   TransferWatch watch;
   watch.stall = timeout;
+  watch.stall_variable = "HF_HUB_ETAG_TIMEOUT";
+  watch.min_bytes_per_second = config_.min_bytes_per_second;
+  watch.window = config_.min_speed_window;
+  watch.deadline = deadline;
+  watch.deadline_length = config_.api_deadline;
+  watch.deadline_variable = "KERNELHUB_API_DEADLINE";
+  watch.reset();
   watch.install(easy.get());
 
   const CURLcode code = curl_easy_perform(easy.get());
@@ -63,7 +74,14 @@ Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request) const
     return fail(ErrorCode::too_large,
                 "response from " + request.url + " exceeds " + std::to_string(sink.cap) + " bytes");
   }
-  if (code != CURLE_OK) return fail(transfer_error(code, watch.stalled, request.url, error_text));
+  if (code != CURLE_OK) {
+    // The deadline covers every try, and a certificate problem is permanent.
+    Error error = transfer_error(code, watch, request.url, error_text);
+    retryable = watch.tripped != TransferWatch::Trip::deadline &&
+                !is_tls_verification_error(code) &&
+                (error.code == ErrorCode::timeout || error.code == ErrorCode::network);
+    return fail(std::move(error));
+  }
 
   HttpResponse response;
   long status = 0;
@@ -78,28 +96,35 @@ Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request) const
 }
 
 Result<HttpResponse> CurlHttpClient::send(const HttpRequest& request) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + config_.api_deadline;
+  RetryWaits waits;
   for (int attempt = 0;; ++attempt) {
-    auto result = send_once(request);
+    bool retryable = false;
+    auto result = send_once(request, deadline, retryable);
     const bool can_retry = request.retry && attempt < config_.max_retries;
+    std::optional<int> asked;
+    Error error;
     if (!result) {
-      const auto code = result.error().code;
-      if (can_retry && (code == ErrorCode::timeout || code == ErrorCode::network)) {
-        spdlog::debug("retrying {} after: {}", request.url, result.error().message);
-        std::this_thread::sleep_for(config_.backoff(attempt));
-        continue;
-      }
-      return result;
+      if (!can_retry || !retryable) return result;
+      error = result.error();
+    } else {
+      const int status = result->status;
+      if (status >= 200 && status < 400) return result;
+      error = map_http_error(status, result->headers, result->body, request.url);
+      if (!can_retry || !is_retryable_status(status)) return fail(std::move(error));
+      asked = retry_after_seconds(result->headers);
     }
-    const int status = result->status;
-    if (status >= 200 && status < 400) return result;
-    if (can_retry && is_retryable_status(status)) {
-      auto wait = config_.backoff(attempt);
-      if (auto seconds = retry_after_seconds(result->headers)) wait = config_.retry_base * *seconds;
-      spdlog::debug("retrying {} after HTTP {} in {} ms", request.url, status, wait.count());
-      std::this_thread::sleep_for(wait);
-      continue;
+    std::string why;
+    const auto wait = waits.next(config_, attempt, asked, why);
+    if (!wait) return fail(error.code, error.message + "; " + why);
+    if (Clock::now() + *wait >= deadline) {
+      return fail(error.code, error.message +
+                                  "; a retry would pass the request's deadline (raise "
+                                  "KERNELHUB_API_DEADLINE)");
     }
-    return fail(map_http_error(status, result->headers, result->body, request.url));
+    spdlog::debug("retrying {} in {} ms after: {}", request.url, wait->count(), error.message);
+    std::this_thread::sleep_for(*wait);
   }
 }
 

@@ -1,15 +1,18 @@
-// Options every Hub transfer shares: protocols, redirects, TLS, Authorization scoping,
-// timeouts. Used by CurlHttpClient (API calls) and the Downloader (file bodies).
+// Options every Hub transfer shares: protocols, redirects, TLS (CA bundle variables),
+// Authorization scoping, timeouts. Used by CurlHttpClient (API calls) and the Downloader (file
+// bodies).
 #pragma once
 
 #include <curl/curl.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hub/curl_handles.hpp"
 #include "hub/hub_config.hpp"
+#include "hub/transfer_watch.hpp"
 #include "trust/result.hpp"
 
 namespace kernelhub::hub {
@@ -28,10 +31,27 @@ struct TransferOptions {
 Result<void> apply_transfer_options(CURL* easy, CurlSlist& headers, const HubConfig& config,
                                     const TransferOptions& options);
 
-// Typed error for a failed transfer; `stalled` says our stall watch aborted it.
-Error transfer_error(CURLcode code, bool stalled, const std::string& url, const char* detail);
+// Typed error for a failed transfer; `watch` says which of our limits aborted it, if any.
+// Certificate problems say which variables name a CA bundle.
+Error transfer_error(CURLcode code, const TransferWatch& watch, const std::string& url,
+                     const char* detail);
 
-// Transport failures worth another attempt (timeouts, resets, refused connections).
+// Transport failures worth another attempt (timeouts, resets, refused connections). TLS
+// verification failures are permanent: never retried.
 bool is_retryable_transfer(CURLcode code);
+
+// The server's certificate (or our CA bundle) is the problem: retrying cannot help.
+bool is_tls_verification_error(CURLcode code);
+
+// Waits between the tries of one request, in retry units (HubConfig::retry_base): a wait the
+// server asks for (Retry-After / RateLimit) above max_retry_wait, or waits adding up to more
+// than max_retry_wait_total, are refused so that one request cannot sleep for hours.
+struct RetryWaits {
+  long long waited_units = 0;
+  // The wait before try `attempt + 1`: `asked` units, else the backoff. nullopt when a cap
+  // refuses it; `why` then says which cap and which variable raises it.
+  std::optional<std::chrono::milliseconds> next(const HubConfig& config, int attempt,
+                                                std::optional<int> asked, std::string& why);
+};
 
 }  // namespace kernelhub::hub

@@ -40,6 +40,8 @@ struct Transfer {
   int stalled_attempts = 0;  // attempts in a row without new bytes
   int attempts = 0;
   Clock::time_point not_before{};
+  Clock::time_point deadline{};  // of the whole file, all attempts included
+  RetryWaits waits;
   // Shared accounting, owned by run().
   std::uint64_t* bytes_done = nullptr;
   const std::string** current_file = nullptr;
@@ -114,6 +116,8 @@ Result<void> start_attempt(Transfer& t, CURLM* multi, const HubConfig& config) {
   t.bad_range = false;
   t.checked = false;
   t.writing = false;
+  const auto deadline_length = config.file_deadline(t.job->writer->expected().size);
+  if (t.attempts == 0) t.deadline = Clock::now() + deadline_length;
   ++t.attempts;
   CURL* easy = t.easy->get();
   // LFS objects sit behind a redirect to storage; curl follows it and (7.58+) never sends
@@ -133,6 +137,12 @@ Result<void> start_attempt(Transfer& t, CURLM* multi, const HubConfig& config) {
   curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
   curl_easy_setopt(easy, CURLOPT_PRIVATE, &t);
   t.watch.stall = config.download_timeout;
+  t.watch.stall_variable = "HF_HUB_DOWNLOAD_TIMEOUT";
+  t.watch.min_bytes_per_second = config.min_bytes_per_second;
+  t.watch.window = config.min_speed_window;
+  t.watch.deadline = t.deadline;
+  t.watch.deadline_length = deadline_length;
+  t.watch.deadline_variable = "KERNELHUB_DOWNLOAD_DEADLINE";
   t.watch.reset();
   t.watch.install(easy);
   t.attachment = std::make_unique<MultiAttachment>(multi, easy);
@@ -153,10 +163,13 @@ Outcome judge(Transfer& t, CURLcode code, const HubConfig& config, Error& error)
   const std::uint64_t expected = writer.expected().size;
   long status = 0;
   curl_easy_getinfo(t.easy->get(), CURLINFO_RESPONSE_CODE, &status);
-  if (writer.bytes_written() > t.bytes_at_attempt) t.stalled_attempts = 0;
+  // Progress resets the retry count, but not a trickle under the throughput floor.
+  if (writer.bytes_written() > t.bytes_at_attempt && t.watch.tripped != TransferWatch::Trip::slow)
+    t.stalled_attempts = 0;
   const bool attempts_left =
       t.stalled_attempts < config.max_retries && t.attempts <= 4 * (config.max_retries + 1);
-  auto backoff = config.backoff(t.stalled_attempts);
+  std::optional<int> asked;  // Retry-After / RateLimit of a retryable status
+  Error retry_error;         // reported when the retry is refused (caps, deadline)
 
   if (t.failure && !t.bad_range) {
     error = *t.failure;
@@ -164,19 +177,19 @@ Outcome judge(Transfer& t, CURLcode code, const HubConfig& config, Error& error)
   }
   if (t.bad_range) {
     // A 206 for the wrong offset: never splice it in; start from zero instead.
+    retry_error = *t.failure;
     if (auto r = writer.restart(); !r) {
       error = r.error();
       return Outcome::failed;
     }
     ++t.stats->restarted;
   } else if (code != CURLE_OK) {
-    if (!is_retryable_transfer(code) || (code == CURLE_ABORTED_BY_CALLBACK && !t.watch.stalled)) {
-      error = transfer_error(code, t.watch.stalled, t.job->url, nullptr);
-      return Outcome::failed;
-    }
-    if (!attempts_left) {
-      error = transfer_error(code, t.watch.stalled, t.job->url, nullptr);
-      error.message = t.job->path + ": " + error.message;
+    retry_error = transfer_error(code, t.watch, t.job->url, nullptr);
+    retry_error.message = t.job->path + ": " + retry_error.message;
+    const bool deadline = t.watch.tripped == TransferWatch::Trip::deadline;
+    if (!is_retryable_transfer(code) || (code == CURLE_ABORTED_BY_CALLBACK && !t.watch.stalled()) ||
+        deadline || !attempts_left) {
+      error = retry_error;  // certificate problems and the file's deadline are final
       return Outcome::failed;
     }
   } else if (status == 416 && t.range_start == expected) {
@@ -194,8 +207,9 @@ Outcome judge(Transfer& t, CURLcode code, const HubConfig& config, Error& error)
       return Outcome::failed;
     }
   } else if (is_retryable_status(static_cast<int>(status)) && attempts_left) {
-    if (auto seconds = retry_after_seconds(t.response_headers))
-      backoff = config.retry_base * *seconds;
+    asked = retry_after_seconds(t.response_headers);
+    retry_error =
+        map_http_error(static_cast<int>(status), t.response_headers, t.error_body, t.job->url);
   } else {
     error = map_http_error(static_cast<int>(status), t.response_headers, t.error_body, t.job->url);
     return Outcome::failed;
@@ -211,8 +225,22 @@ Outcome judge(Transfer& t, CURLcode code, const HubConfig& config, Error& error)
     }
     return Outcome::done;
   }
+  if (retry_error.message.empty()) {
+    retry_error = {ErrorCode::size_mismatch, t.job->path + ": the server sent " +
+                                                 std::to_string(writer.bytes_written()) + " of " +
+                                                 std::to_string(expected) + " bytes"};
+  }
+  std::string why;
+  const auto wait = t.waits.next(config, t.stalled_attempts, asked, why);
+  if (!wait || Clock::now() + *wait >= t.deadline) {
+    error = retry_error;
+    error.message += "; " + (wait ? std::string("a retry would pass the file's deadline (raise "
+                                                "KERNELHUB_DOWNLOAD_DEADLINE)")
+                                  : why);
+    return Outcome::failed;
+  }
   ++t.stalled_attempts;
-  t.not_before = Clock::now() + backoff;
+  t.not_before = Clock::now() + *wait;
   return Outcome::retry;
 }
 

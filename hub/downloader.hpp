@@ -1,6 +1,7 @@
 // Parallel file downloads over one curl multi handle: several files at once, each streamed
 // straight into its cache::BlobWriter (no intermediate copies), with Range resume after a
-// mid-body failure, a stall timeout, bounded retries with the Hub backoff, and redirects
+// mid-body failure, a stall timeout, a throughput floor and a per-file deadline, bounded
+// retries with the Hub backoff and capped Retry-After waits, and redirects
 // to LFS storage followed without leaking Authorization or leaving https.
 #pragma once
 

@@ -53,7 +53,10 @@ class CurlHttpClient final : public HttpClient {
   Result<HttpResponse> send(const HttpRequest& request) override;
 
  private:
-  Result<HttpResponse> send_once(const HttpRequest& request) const;
+  // One try, aborted at `deadline`; `retryable` says whether a failure may be tried again.
+  Result<HttpResponse> send_once(const HttpRequest& request,
+                                 std::chrono::steady_clock::time_point deadline,
+                                 bool& retryable) const;
   HubConfig config_;
 };
 

@@ -23,6 +23,25 @@ std::optional<std::chrono::milliseconds> parse_seconds(const std::optional<std::
   }
 }
 
+// A non-negative whole number ("1024"); nullopt when unparsable.
+std::optional<long long> parse_count(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  long long value = 0;
+  const auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || ptr != text->data() + text->size() || value < 0) return std::nullopt;
+  return value;
+}
+
+// The first CA bundle variable set to a non-empty value. requests' order, then the
+// OpenSSL/httpx one; an empty value never means "do not verify" here.
+std::optional<std::string> first_set(const trust::Environment& env,
+                                     std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (auto value = env.get(name); value && !value->empty()) return value;
+  }
+  return std::nullopt;
+}
+
 std::string trim(std::string text) {
   const auto not_space = [](unsigned char c) { return !std::isspace(c); };
   text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
@@ -87,12 +106,34 @@ HubConfig HubConfig::from(const trust::Environment& env) {
       config.retry_base = std::chrono::milliseconds(ms);
     }
   }
+  if (auto n = parse_count(env.get("KERNELHUB_MIN_BYTES_PER_SECOND")))
+    config.min_bytes_per_second = static_cast<std::uint64_t>(*n);
+  if (auto t = parse_seconds(env.get("KERNELHUB_MIN_SPEED_WINDOW"))) config.min_speed_window = *t;
+  if (auto t = parse_seconds(env.get("KERNELHUB_API_DEADLINE"))) config.api_deadline = *t;
+  if (auto t = parse_seconds(env.get("KERNELHUB_DOWNLOAD_DEADLINE"))) config.download_deadline = *t;
+  constexpr long long kMaxWait = 24 * 3600;
+  if (auto n = parse_count(env.get("KERNELHUB_MAX_RETRY_WAIT")))
+    config.max_retry_wait = static_cast<int>(std::min(*n, kMaxWait));
+  if (auto n = parse_count(env.get("KERNELHUB_MAX_RETRY_WAIT_TOTAL")))
+    config.max_retry_wait_total = static_cast<int>(std::min(*n, kMaxWait));
+  config.ca_file = first_set(env, {"REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"});
+  config.ca_dir = first_set(env, {"SSL_CERT_DIR"});
   return config;
 }
 
 std::chrono::milliseconds HubConfig::backoff(int attempt) const {
   const int exponent = std::clamp(attempt, 0, 3);  // 1, 2, 4, 8, then capped at 8
   return retry_base * (1 << exponent);
+}
+
+std::chrono::milliseconds HubConfig::file_deadline(std::uint64_t size) const {
+  if (min_bytes_per_second == 0) return download_deadline;
+  // Milliseconds the file takes at exactly the floor; saturates instead of overflowing.
+  const double at_floor =
+      static_cast<double>(size) * 1000.0 / static_cast<double>(min_bytes_per_second);
+  const double total = static_cast<double>(download_deadline.count()) + at_floor;
+  constexpr double kMax = 1e15;  // ~31,000 years: never reached, never overflows
+  return std::chrono::milliseconds(static_cast<long long>(std::min(total, kMax)));
 }
 
 }  // namespace kernelhub::hub

@@ -1,23 +1,94 @@
-// Stall detection shared by API calls and file downloads: a transfer is aborted when no
-// byte has moved for `stall` (curl's LOW_SPEED_TIME only has whole-second resolution).
+// Slow-transfer detection shared by API calls and file downloads. A transfer is aborted when
+// no byte has moved for `stall` (curl's LOW_SPEED_TIME only has whole-second resolution),
+// when fewer than `min_bytes_per_second * window` bytes moved over the last `window` (a
+// trickle keeps the stall watch quiet forever), or at `deadline`. Each limit names the
+// variable that raises it, for the error message.
 #pragma once
 
 #include <curl/curl.h>
 
 #include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace kernelhub::hub {
 
 struct TransferWatch {
+  using Clock = std::chrono::steady_clock;
+  enum class Trip { none, stall, slow, deadline };
+
   std::chrono::milliseconds stall{10'000};
-  std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
+  const char* stall_variable = "HF_HUB_ETAG_TIMEOUT";
+  std::uint64_t min_bytes_per_second = 0;  // 0: no throughput floor
+  std::chrono::milliseconds window{30'000};
+  std::optional<Clock::time_point> deadline;
+  std::chrono::milliseconds deadline_length{0};  // for the message
+  const char* deadline_variable = "KERNELHUB_API_DEADLINE";
+
+  Trip tripped = Trip::none;
+  Clock::time_point last_progress = Clock::now();
   curl_off_t last_bytes = -1;
-  bool stalled = false;
+  std::deque<std::pair<Clock::time_point, curl_off_t>> samples;  // bounded by window / 100 ms
+
+  bool stalled() const { return tripped != Trip::none; }
 
   void reset() {
-    last_progress = std::chrono::steady_clock::now();
+    last_progress = Clock::now();
     last_bytes = -1;
-    stalled = false;
+    tripped = Trip::none;
+    samples.assign(1, {last_progress, 0});
+  }
+
+  // Why the transfer was aborted and what raises the limit; empty when it was not.
+  std::string trip_message() const {
+    const auto seconds = [](std::chrono::milliseconds ms) {  // "2 s", "1.5 s", "0.25 s"
+      std::string text = std::to_string(ms.count() / 1000);
+      if (const auto rest = ms.count() % 1000; rest != 0) {
+        std::string fraction = std::to_string(1000 + rest).substr(1);
+        while (fraction.back() == '0') fraction.pop_back();
+        text += "." + fraction;
+      }
+      return text + " s";
+    };
+    switch (tripped) {
+      case Trip::stall:
+        return "no data for " + seconds(stall) + " (raise " + stall_variable + ")";
+      case Trip::slow:
+        return "too slow: fewer than " + std::to_string(min_bytes_per_second) + " bytes/s over " +
+               seconds(window) +
+               " (lower KERNELHUB_MIN_BYTES_PER_SECOND or raise KERNELHUB_MIN_SPEED_WINDOW)";
+      case Trip::deadline:
+        return "not done within its deadline of " + seconds(deadline_length) + " (raise " +
+               deadline_variable + ")";
+      case Trip::none:
+        break;
+    }
+    return {};
+  }
+
+  // Decides whether to abort after `moved` bytes at `now`; pure, so it is unit-testable.
+  Trip check(Clock::time_point now, curl_off_t moved) {
+    if (deadline && now >= *deadline) return Trip::deadline;
+    if (moved != last_bytes) {
+      last_bytes = moved;
+      last_progress = now;
+    } else if (now - last_progress > stall) {
+      return Trip::stall;
+    }
+    if (min_bytes_per_second == 0) return Trip::none;
+    if (samples.empty() || moved < samples.back().second) samples.assign(1, {now, moved});
+    if (now - samples.back().first >= std::chrono::milliseconds(100))
+      samples.emplace_back(now, moved);
+    // Keep exactly one sample at or before now - window: the window's starting point.
+    while (samples.size() >= 2 && samples[1].first <= now - window) samples.pop_front();
+    const auto& [since, bytes_then] = samples.front();
+    if (now - since < window) return Trip::none;  // not a whole window yet
+    const double needed =
+        static_cast<double>(min_bytes_per_second) * std::chrono::duration<double>(window).count();
+    return static_cast<double>(moved - bytes_then) < needed ? Trip::slow : Trip::none;
   }
 
   // CURLOPT_XFERINFOFUNCTION with CURLOPT_XFERINFODATA = this; non-zero aborts.
@@ -26,18 +97,8 @@ struct TransferWatch {
     (void)dltotal;
     (void)ultotal;
     auto& watch = *static_cast<TransferWatch*>(self);
-    const auto now = std::chrono::steady_clock::now();
-    const curl_off_t moved = dlnow + ulnow;
-    if (moved != watch.last_bytes) {
-      watch.last_bytes = moved;
-      watch.last_progress = now;
-      return 0;
-    }
-    if (now - watch.last_progress > watch.stall) {
-      watch.stalled = true;
-      return 1;
-    }
-    return 0;
+    watch.tripped = watch.check(Clock::now(), dlnow + ulnow);
+    return watch.tripped == Trip::none ? 0 : 1;
   }
 
   void install(CURL* easy) {
