@@ -37,6 +37,12 @@ struct ServeArgs {
   int retry_after = 0;
   bool ignore_range = false;
   std::string path_filter;
+  std::uint64_t trickle = 0;
+  bool endless = false;
+  std::string fault_scope = "files";
+  std::string redirect_to;
+  std::string tls_cert;
+  std::string tls_key;
   std::string fail_path_filter;
   std::vector<std::string> renames;  // FROM=TO
   bool anonymous_401 = false;
@@ -75,6 +81,12 @@ int run_serve(const ServeArgs& args) {
   if (args.port) options.port = *args.port;
   options.tree_page_size = args.tree_page_size;
   options.test_endpoints = args.test_endpoints;
+  if (args.tls_cert.empty() != args.tls_key.empty()) {
+    std::cerr << "kernelhub serve: --tls-cert and --tls-key go together\n";
+    return 2;
+  }
+  options.tls_cert = args.tls_cert;
+  options.tls_key = args.tls_key;
   options.trusted_publishers = {args.trusted_publishers.begin(), args.trusted_publishers.end()};
   if (!std::filesystem::is_directory(options.root)) {
     std::cerr << "kernelhub serve: " << args.root << " is not a directory\n";
@@ -91,6 +103,10 @@ int run_serve(const ServeArgs& args) {
   faults.retry_after_seconds = args.retry_after;
   faults.ignore_range = args.ignore_range;
   faults.path_filter = args.path_filter;
+  faults.trickle_bytes_per_second = args.trickle;
+  faults.endless = args.endless;
+  faults.scope = args.fault_scope;
+  faults.redirect_to = args.redirect_to;
   faults.fail_path_filter = args.fail_path_filter;
   for (const auto& rename : args.renames) {
     const auto eq = rename.find('=');
@@ -161,6 +177,19 @@ void register_serve(CLI::App& app, Action& action) {
                 "Answer Range requests with 200 and the full body");
   cmd->add_option("--fault-path-filter", args->path_filter,
                   "Download faults only for paths containing this");
+  cmd->add_option("--tls-cert", args->tls_cert,
+                  "PEM certificate (chain) to serve HTTPS; needs --tls-key");
+  cmd->add_option("--tls-key", args->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--fault-trickle", args->trickle, "Send bodies at N bytes per second");
+  cmd->add_flag("--fault-endless", args->endless,
+                "Bodies never end (chunked, the same bytes over and over)");
+  cmd->add_option("--fault-scope", args->fault_scope,
+                  "Where --fault-stall-ms/--fault-trickle/--fault-endless act: files, api "
+                  "(/api/ replies whose path contains --fault-path-filter) or all")
+      ->check(CLI::IsMember({"files", "api", "all"}))
+      ->capture_default_str();
+  cmd->add_option("--fault-redirect-to", args->redirect_to,
+                  "Downloads answer 302 to this base URL plus the request path");
   cmd->add_option("--fault-status-path-filter", args->fail_path_filter,
                   "--fault-status only for request paths containing this (e.g. /revision/)");
   cmd->add_option("--fault-rename", args->renames,

@@ -14,6 +14,10 @@ nlohmann::json to_json(const FaultPlan& plan) {
   j["retry_after_seconds"] = plan.retry_after_seconds;
   j["ignore_range"] = plan.ignore_range;
   j["path_filter"] = plan.path_filter;
+  j["trickle_bytes_per_second"] = plan.trickle_bytes_per_second;
+  j["endless"] = plan.endless;
+  j["scope"] = plan.scope;
+  j["redirect_to"] = plan.redirect_to;
   j["fail_path_filter"] = plan.fail_path_filter;
   j["renames"] = plan.renames;
   j["anonymous_401"] = plan.anonymous_401;
@@ -39,6 +43,13 @@ Result<FaultPlan> fault_plan_from_json(const nlohmann::json& j) {
     plan.retry_after_seconds = j.value("retry_after_seconds", plan.retry_after_seconds);
     plan.ignore_range = j.value("ignore_range", plan.ignore_range);
     plan.path_filter = j.value("path_filter", plan.path_filter);
+    plan.trickle_bytes_per_second =
+        j.value("trickle_bytes_per_second", plan.trickle_bytes_per_second);
+    plan.endless = j.value("endless", plan.endless);
+    plan.scope = j.value("scope", plan.scope);
+    if (plan.scope != "files" && plan.scope != "api" && plan.scope != "all")
+      return fail(ErrorCode::invalid_argument, "fault scope must be files, api or all");
+    plan.redirect_to = j.value("redirect_to", plan.redirect_to);
     plan.fail_path_filter = j.value("fail_path_filter", plan.fail_path_filter);
     if (j.contains("renames"))
       plan.renames = j["renames"].get<std::map<std::string, std::string>>();

@@ -42,25 +42,23 @@ struct ServedFile {
   std::string commit;     // X-Repo-Commit when non-empty
 };
 
-void sleep_unless_stopping(const ServerContext& ctx, std::chrono::milliseconds total) {
-  const auto until = std::chrono::steady_clock::now() + total;
-  while (!ctx.stopping && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
 bool provide(const ServerContext& ctx, BodyState& s, std::size_t offset, std::size_t length,
              httplib::DataSink& sink) {
   if (s.faults.stall && !s.stalled) {
     s.stalled = true;
-    sleep_unless_stopping(ctx, *s.faults.stall);
+    if (!sleep_unless_stopping(ctx, *s.faults.stall)) return false;
   }
   std::size_t want = std::min(length, kChunk);
   if (s.faults.reset_after_bytes) {
     if (s.sent >= *s.faults.reset_after_bytes) return false;  // drop the connection mid-body
     want = std::min<std::uint64_t>(want, *s.faults.reset_after_bytes - s.sent);
   }
+  if (!trickle_step(ctx, s.faults.trickle_bytes_per_second, want)) return false;
+  // Endless: the file's bytes over and over, never an end (chunked, no Content-Length).
+  if (s.faults.endless) offset %= static_cast<std::size_t>(s.file_size - s.start);
+  want = std::min<std::uint64_t>(want, s.file_size - s.start - offset);
   const std::uint64_t pos = s.start + offset;
+  if (s.faults.trickle_bytes_per_second > 0 || s.faults.endless) ctx.paced_bytes += want;
   if (s.map) {
     s.sent += want;
     return sink.write(s.map + pos, want);
@@ -92,6 +90,11 @@ void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   }
   state->file_size = file.size;
   state->faults = ctx.download_faults(file.repo_path, is_get);
+  if (!slow_faults_for_files(state->faults)) {
+    state->faults.stall.reset();
+    state->faults.trickle_bytes_per_second = 0;
+    state->faults.endless = false;
+  }
 
   if (!file.commit.empty()) res.set_header("X-Repo-Commit", file.commit);
   res.set_header("ETag", "\"" + file.etag + "\"");
@@ -133,6 +136,14 @@ void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     }
   }
   if (is_get && !state->map) state->buffer.resize(std::min<std::uint64_t>(length, kChunk));
+  if (is_get && state->faults.endless) {
+    res.set_header("Transfer-Encoding", "chunked");
+    res.set_chunked_content_provider("application/octet-stream",
+                                     [&ctx, state](std::size_t offset, httplib::DataSink& sink) {
+                                       return provide(ctx, *state, offset, kChunk, sink);
+                                     });
+    return;
+  }
   res.set_content_provider(
       static_cast<std::size_t>(length), "application/octet-stream",
       [&ctx, state](std::size_t offset, std::size_t len, httplib::DataSink& sink) {
@@ -157,6 +168,11 @@ void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response&
                           target->repo.str());
   }
   const StoredFile& f = it->second;
+  if (auto to = ctx.download_faults(where->path, false).redirect_to; !to.empty()) {
+    res.status = 302;
+    res.set_header("Location", to + req.target);
+    return;
+  }
   if (f.lfs) {
     res.status = 302;
     res.set_header("Location", ctx.base_url(req) + "/lfs-objects/" + f.sha256 +

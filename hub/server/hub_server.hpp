@@ -20,7 +20,8 @@ namespace kernelhub::hub::server {
 
 // Test knobs. Each applies to file downloads (GET /resolve and the LFS object URL) whose
 // repo-relative path contains `path_filter` (empty: all files), except fail_status which
-// applies to every request (API calls included) while fail_count > 0.
+// applies to every request (API calls included) while fail_count > 0, and the slow-upstream
+// knobs, which follow `scope`.
 struct FaultPlan {
   std::optional<std::uint64_t> reset_after_bytes;  // send N body bytes, then drop the connection
   int reset_times = 1;                             // how many responses get reset
@@ -30,6 +31,16 @@ struct FaultPlan {
   int fail_count = 0;                              // how many requests get fail_status
   int retry_after_seconds = 0;                     // sent as Retry-After / RateLimit t=
   bool ignore_range = false;                       // answer 200 with the full body
+  // Slow upstreams. trickle: bodies go out at this many bytes/s (0: full speed). endless: a
+  // body that never ends (chunked, no length; the same bytes over and over). Like stall they
+  // act where `scope` says: "files" (downloads whose path contains path_filter), "api" (/api/
+  // replies whose request path contains path_filter, e.g. "/refs" or "/tree/") or "all".
+  std::uint64_t trickle_bytes_per_second = 0;
+  bool endless = false;
+  std::string scope = "files";
+  // File downloads matching path_filter answer 302 to this base URL + the request path and
+  // query (e.g. a plain http:// server: a client must refuse to leave https).
+  std::string redirect_to;
   std::string path_filter;
   // fail_status only for request paths containing this (e.g. "/revision/" or "/refs": the
   // Hub failing revision resolution while files still serve); empty: every request.
@@ -62,6 +73,9 @@ struct ServerOptions {
   int port = 0;                       // 0: pick a free port
   std::size_t tree_page_size = 1000;  // entries per /tree page before a Link: rel="next"
   bool test_endpoints = false;        // /_kernelhub/{requests,faults}: for tests in other processes
+  // PEM certificate chain and private key: serve HTTPS instead of HTTP (both or neither).
+  std::filesystem::path tls_cert;
+  std::filesystem::path tls_key;
   // Orgs whose /api/organizations/{org}/overview says trustedKernelPublisher (the flag the
   // `kernels` library checks online before it downloads anything).
   std::set<std::string> trusted_publishers{"kernels-community"};
@@ -81,7 +95,7 @@ class HubServer {
   void stop();
 
   int port() const;
-  std::string endpoint() const;  // "http://127.0.0.1:PORT"
+  std::string endpoint() const;  // "http://127.0.0.1:PORT" ("https://" with TLS)
 
   void set_faults(const FaultPlan& plan);
   std::vector<RequestRecord> requests() const;
@@ -89,6 +103,8 @@ class HubServer {
   // `path_part`.
   std::size_t count(const std::string& method, const std::string& path_part) const;
   void reset_requests();
+  // Body bytes sent so far under the trickle and endless faults.
+  std::uint64_t paced_bytes() const;
 
  private:
   struct Impl;

@@ -22,6 +22,8 @@ struct ServerContext {
   LocalStore store;
   int port = 0;
   std::atomic<bool> stopping{false};
+  // Body bytes sent under a trickle or endless fault: tests prove the fault happened.
+  mutable std::atomic<std::uint64_t> paced_bytes{0};
 
   mutable std::mutex mutex;  // guards faults and records
   FaultPlan faults;
@@ -31,6 +33,10 @@ struct ServerContext {
   std::optional<FaultPlan> take_failure(const std::string& path = {});
   // The download faults that apply to `repo_path`; consumes one reset when `consume`.
   FaultPlan download_faults(const std::string& repo_path, bool consume);
+  // "https://" when serving TLS, else "http://".
+  std::string scheme() const {
+    return options.tls_cert.empty() && options.tls_key.empty() ? "http://" : "https://";
+  }
   // "http://host:port" as the client addressed us (Host header), for Location and Link.
   std::string base_url(const httplib::Request& req) const;
 };
@@ -72,6 +78,19 @@ Result<RevisionAndPath> split_revision(const LocalStore& store, const trust::Rep
 // FaultPlan's renames, anonymous 401s and model-only repos (repo_faults.cpp); true when it
 // answered the request.
 bool answer_repo_faults(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+
+// Slow-upstream knobs (slow_faults.cpp): trickle, endless and stall.
+// Whether the plan's slow knobs act on a file download / an /api/ reply at `path`.
+bool slow_faults_for_files(const FaultPlan& plan);
+bool slow_faults_for_api(const FaultPlan& plan, const std::string& request_path);
+// Sleeps `total` in short steps; false when the server is stopping.
+bool sleep_unless_stopping(const ServerContext& ctx, std::chrono::milliseconds total);
+// Bytes to send next under a trickle of `rate` bytes/s (at most `want`); sleeps for their
+// share of a second first. false when the server is stopping.
+bool trickle_step(const ServerContext& ctx, std::uint64_t rate, std::size_t& want);
+// Replaces a finished /api/ reply's body with one that stalls, trickles or never ends, as
+// the plan says (called from the post-routing handler, before anything is written).
+void apply_api_slow_faults(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 void register_api_routes(httplib::Server& server, ServerContext& ctx);
 void register_file_routes(httplib::Server& server, ServerContext& ctx);

@@ -32,7 +32,7 @@ std::string ServerContext::base_url(const httplib::Request& req) const {
                     host.find_first_not_of(
                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") ==
                         std::string::npos;
-  return "http://" + (sane ? host : options.bind_host + ":" + std::to_string(port));
+  return scheme() + (sane ? host : options.bind_host + ":" + std::to_string(port));
 }
 
 httplib::Ranges take_ranges(const httplib::Request& req) {
