@@ -18,6 +18,12 @@ constexpr std::size_t kWorkerThreads = 32;
 bool is_test_path(const std::string& path) { return path.rfind(kTestPrefix, 0) == 0; }
 
 void send_failure(httplib::Response& res, const FaultPlan& plan) {
+std::unique_ptr<httplib::Server> make_server(const ServerOptions& options) {
+  if (options.tls_cert.empty() && options.tls_key.empty())
+    return std::make_unique<httplib::Server>();
+  return std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
+}
+
   if (plan.fail_status == 429) {
     const std::string t = std::to_string(plan.retry_after_seconds);
     res.set_header("Retry-After", t);
@@ -55,9 +61,11 @@ void register_test_routes(httplib::Server& server, ServerContext& ctx) {
 }  // namespace
 
 struct HubServer::Impl {
-  explicit Impl(ServerOptions options) : ctx(std::move(options)) {}
+  explicit Impl(ServerOptions options)
+      : ctx(std::move(options)), owned(make_server(ctx.options)), server(*owned) {}
   ServerContext ctx;
-  httplib::Server server;
+  std::unique_ptr<httplib::Server> owned;  // an SSLServer when a certificate is given
+  httplib::Server& server;
   std::thread thread;
   std::atomic<bool> in_listen{false};
   std::atomic<bool> listen_done{false};
@@ -67,6 +75,11 @@ struct HubServer::Impl {
     if (bound) return fail(ErrorCode::internal, "server already started");
     server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
     server.set_keep_alive_max_count(10000);
+    if (!server.is_valid()) {
+      return fail(ErrorCode::invalid_argument, "cannot use the TLS certificate " +
+                                                   ctx.options.tls_cert.string() + " and key " +
+                                                   ctx.options.tls_key.string());
+    }
     server.set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive peers
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_test_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
@@ -96,6 +109,7 @@ struct HubServer::Impl {
       ctx.records.push_back(
           {req.method, req.path, res.status, !req.get_header_value("Authorization").empty()});
     });
+      apply_api_slow_faults(ctx, req, res);
     register_api_routes(server, ctx);
     register_file_routes(server, ctx);
     if (ctx.options.test_endpoints) register_test_routes(server, ctx);
@@ -153,7 +167,7 @@ void HubServer::stop() {
 int HubServer::port() const { return impl_->ctx.port; }
 
 std::string HubServer::endpoint() const {
-  return "http://" + impl_->ctx.options.bind_host + ":" + std::to_string(impl_->ctx.port);
+  return impl_->ctx.scheme() + impl_->ctx.options.bind_host + ":" + std::to_string(impl_->ctx.port);
 }
 
 void HubServer::set_faults(const FaultPlan& plan) {
@@ -179,5 +193,7 @@ void HubServer::reset_requests() {
   std::lock_guard lock(impl_->ctx.mutex);
   impl_->ctx.records.clear();
 }
+std::uint64_t HubServer::paced_bytes() const { return impl_->ctx.paced_bytes; }
+
 
 }  // namespace kernelhub::hub::server
