@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trust/digest.hpp"
+#include "trust/json_bounds.hpp"
 #include "trust/safe_path.hpp"
 
 namespace kernelhub::trust {
@@ -49,8 +50,14 @@ Result<KernelMetadata> parse_kernel_metadata(std::string_view text) {
     return fail(ErrorCode::too_large, "metadata.json is " + std::to_string(text.size()) +
                                           " bytes, more than the 1 MiB limit");
   }
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return malformed("not valid JSON");
+  // Depth and value-count bounds too: digest.files is a list of unbounded length.
+  auto parsed = parse_bounded_json(text, kMetadataJson);
+  if (!parsed) {
+    if (parsed.error().code == ErrorCode::too_large)
+      return fail(ErrorCode::too_large, "metadata.json is " + parsed.error().message);
+    return malformed(parsed.error().message);
+  }
+  const json doc = std::move(*parsed);
   if (!doc.is_object()) return malformed("top level must be an object");
 
   KernelMetadata out;

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <vector>
 
+#include "trust/toml_bounds.hpp"
+
 namespace kernelhub::trust {
 
 TrustEnvironment TrustEnvironment::from(const Environment& env) {
@@ -164,6 +166,8 @@ bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<con
 
 Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view source_name) {
   const std::string source(source_name);
+  if (auto bounded = check_toml_shape(toml_text, kPolicyToml, ErrorCode::policy); !bounded)
+    return fail(ErrorCode::policy, source + ": " + bounded.error().message);
   // The Debian build of toml++ reports parse errors by exception; keep them inside.
   toml::table root;
   try {
@@ -219,10 +223,12 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
 Result<AdminPolicy> load_policy_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail(ErrorCode::policy, "cannot read policy file " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
+  // At most one byte past the cap: a policy named /dev/zero must not read forever.
+  std::string text(kPolicyToml.max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) return fail(ErrorCode::policy, "cannot read policy file " + path.string());
-  return parse_policy(text.str(), path.string());
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return parse_policy(text, path.string());
 }
 
 }  // namespace kernelhub::trust

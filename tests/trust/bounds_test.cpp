@@ -1,0 +1,55 @@
+// The bounded JSON parse and the TOML pre-check that every parser of outside text uses.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "trust/json_bounds.hpp"
+#include "trust/policy.hpp"
+#include "trust/toml_bounds.hpp"
+
+using namespace kernelhub;
+using namespace kernelhub::trust;
+
+TEST_CASE("parse_bounded_json refuses size, depth and value count over the bounds") {
+  const JsonBounds bounds{100, 3, 5};
+  CHECK(parse_bounded_json(R"({"a":[[1]]})", bounds));
+  auto deep = parse_bounded_json(R"({"a":[[[1]]]})", bounds);
+  REQUIRE_FALSE(deep);
+  CHECK(deep.error().code == ErrorCode::malformed_response);
+  CHECK(deep.error().message == "nested deeper than 3 levels");
+  auto many = parse_bounded_json("[1,2,3,4,5,6]", bounds);  // 1 array + 5 commas
+  REQUIRE_FALSE(many);
+  CHECK(many.error().message == "more than 5 values");
+  auto big = parse_bounded_json(std::string(101, ' '), bounds);
+  REQUIRE_FALSE(big);
+  CHECK(big.error().code == ErrorCode::too_large);
+  auto bad = parse_bounded_json("[1,", bounds, ErrorCode::malformed_frame);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == ErrorCode::malformed_frame);
+  CHECK(bad.error().message == "not valid JSON");
+}
+
+TEST_CASE("the JSON scan does not count brackets or commas inside strings") {
+  const JsonBounds bounds{1000, 2, 4};
+  auto text = parse_bounded_json(R"(["[[[[,,,,\"[[[", "\\"])", bounds);
+  REQUIRE(text);
+  CHECK((*text)[0] == R"([[[[,,,,"[[[)");
+  CHECK((*text)[1] == "\\");
+}
+
+TEST_CASE("the policy TOML is bounded in size and dotted-key nesting before toml++ sees it") {
+  // Each dot nests a table that toml++ frees recursively: 300,000 overflow the stack.
+  std::string header = "[trust";
+  for (int i = 0; i < 5000; ++i) header += ".a";
+  header += "]\n";
+  auto nested = parse_policy(header);
+  REQUIRE_FALSE(nested);
+  CHECK(nested.error().code == ErrorCode::policy);
+  CHECK(nested.error().message.find("dots") != std::string::npos);
+  auto big = parse_policy("# " + std::string(300u << 10, 'x') + "\n");
+  REQUIRE_FALSE(big);
+  CHECK(big.error().code == ErrorCode::policy);
+  CHECK(big.error().message.find("byte limit") != std::string::npos);
+  CHECK(check_toml_shape("a.b = 1.5\n", TomlBounds{100, 2}, ErrorCode::policy));
+  CHECK_FALSE(check_toml_shape("a.b.c = 1.5\n", TomlBounds{100, 2}, ErrorCode::policy));
+}
