@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "hub/server/fault_plan_json.hpp"
 #include "hub/transfer_watch.hpp"
 #include "tests/hub/fetch_fixture.hpp"
 #include "trust/digest.hpp"
@@ -272,4 +273,21 @@ TEST_CASE("an hour's Retry-After is not waited for, and retry waits add up to a 
     CHECK_THAT(result.error().message, Catch::Contains("KERNELHUB_MAX_RETRY_WAIT_TOTAL"));
     CHECK(seconds < 1.0);
   }
+}
+
+TEST_CASE("the slow-upstream knobs travel through the fault plan's JSON") {
+  hub::server::FaultPlan plan;
+  plan.trickle_bytes_per_second = 7;
+  plan.endless = true;
+  plan.scope = "api";
+  plan.redirect_to = "http://127.0.0.1:1";
+  auto back = hub::server::fault_plan_from_json(hub::server::to_json(plan));
+  REQUIRE(back);
+  CHECK(back->trickle_bytes_per_second == 7);
+  CHECK(back->endless);
+  CHECK(back->scope == "api");
+  CHECK(back->redirect_to == "http://127.0.0.1:1");
+  auto bad = hub::server::fault_plan_from_json({{"scope", "everything"}});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == ErrorCode::invalid_argument);
 }

@@ -155,3 +155,33 @@ TEST_CASE("a redirect from https to plain http is refused") {
   CHECK_THAT(result.error().message, Catch::Contains("leaves https"));
   CHECK(hub.fx.server->requests().empty());  // the http server was never asked
 }
+
+TEST_CASE("kernelhub serve --tls-cert/--tls-key serves HTTPS, and --fault-trickle acts on /api/") {
+  FetchFixture fx;
+  TestPki pki(fx.tmp.path());
+  const auto port_file = fx.tmp.path() / "port";
+  BackgroundProcess serve({std::string(KH_BIN_DIR) + "/kernelhub", "serve", "--root",
+                           fx.store.string(), "--port", "0", "--port-file", port_file.string(),
+                           "--tls-cert", pki.cert.string(), "--tls-key", pki.key.string(),
+                           "--fault-trickle", "1", "--fault-scope", "api", "--fault-path-filter",
+                           "/refs"});
+  const int port = std::stoi(wait_for_file(port_file));
+  auto env = fx.env();
+  env.set("HF_ENDPOINT", "https://127.0.0.1:" + std::to_string(port));
+  env.set("SSL_CERT_FILE", pki.ca.string());
+  env.set("KERNELHUB_MIN_BYTES_PER_SECOND", "64");
+  env.set("KERNELHUB_MIN_SPEED_WINDOW", "1");
+  auto config = hub::HubConfig::from(env);
+  config.max_retries = 0;
+  const auto start = Clock::now();
+  auto result = fx.fetch(FetchFixture::request(), config);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  REQUIRE_FALSE(result);
+  // The TLS handshake succeeded (no certificate error): the trickled refs reply timed out.
+  CHECK(result.error().code == ErrorCode::timeout);
+  CHECK_THAT(result.error().message, Catch::Contains("https://127.0.0.1"));
+  CHECK_THAT(result.error().message, Catch::Contains("/refs"));
+  CHECK_THAT(result.error().message, Catch::Contains("too slow"));
+  CHECK(seconds >= 1.0);
+  CHECK(seconds < 3.0);
+}
