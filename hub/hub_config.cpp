@@ -111,7 +111,7 @@ HubConfig HubConfig::from(const trust::Environment& env) {
   if (auto t = parse_seconds(env.get("KERNELHUB_MIN_SPEED_WINDOW"))) config.min_speed_window = *t;
   if (auto t = parse_seconds(env.get("KERNELHUB_API_DEADLINE"))) config.api_deadline = *t;
   if (auto t = parse_seconds(env.get("KERNELHUB_DOWNLOAD_DEADLINE"))) config.download_deadline = *t;
-  constexpr long long kMaxWait = 24 * 3600;
+  constexpr long long kMaxWait = 24LL * 3600;
   if (auto n = parse_count(env.get("KERNELHUB_MAX_RETRY_WAIT")))
     config.max_retry_wait = static_cast<int>(std::min(*n, kMaxWait));
   if (auto n = parse_count(env.get("KERNELHUB_MAX_RETRY_WAIT_TOTAL")))

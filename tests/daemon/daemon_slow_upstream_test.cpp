@@ -27,6 +27,7 @@ TEST_CASE("clients waiting on a trickled flight all get timeout and the daemon s
   // Workers only collect (Catch2 asserts on this thread only): the final frame and its time.
   const auto start = Clock::now();
   std::vector<std::future<Result<std::pair<nlohmann::json, double>>>> clients;
+  clients.reserve(3);
   for (int i = 0; i < 3; ++i) {
     clients.push_back(
         std::async(std::launch::async, [&h, i]() -> Result<std::pair<nlohmann::json, double>> {
