@@ -192,7 +192,7 @@ Result<void> BlobWriter::finish() {
 const std::string& BlobWriter::sha256_hex() const { return state_->sha256_hex; }
 const ExpectedBlob& BlobWriter::expected() const { return state_->expected; }
 
-Result<std::filesystem::path> BlobWriter::commit() {
+Result<std::filesystem::path> BlobWriter::commit(DirtyDirs* dirty) {
   State& s = *state_;
   if (!s.finished)
     return fail(ErrorCode::internal, "commit before a successful finish of " + s.temp.string());
@@ -207,7 +207,11 @@ Result<std::filesystem::path> BlobWriter::commit() {
   s.committed = true;
   s.fd.reset();
   s.temp.clear();
-  KH_TRY(fsync_dir(s.blobs_dir));
+  if (dirty) {
+    dirty->add(s.blobs_dir);
+  } else {
+    KH_TRY(fsync_dir(s.blobs_dir));
+  }
   return final_path;
 }
 

@@ -1,7 +1,7 @@
 // Writes one downloaded object into `blobs/` of a cache repo: bytes go to a process-unique
 // temp file (`<etag>.<8hex>.incomplete`) while being hashed (inline, or for large blobs by a
 // TrailingHasher thread); `finish()` checks size and digest and fsyncs; `commit()` renames
-// onto `blobs/<etag>` and fsyncs the directory.
+// onto `blobs/<etag>` and fsyncs the directory (now, or once for many blobs).
 // Until commit nothing is visible under the final name; the destructor removes the temp.
 #pragma once
 
@@ -14,6 +14,8 @@
 #include "trust/result.hpp"
 
 namespace kernelhub::cache {
+
+class DirtyDirs;
 
 enum class DigestKind { sha256, git_sha1 };
 
@@ -62,8 +64,9 @@ class BlobWriter {
   const ExpectedBlob& expected() const;
 
   // Renames onto blobs/<etag> (same content may already be there: that is fine) and
-  // fsyncs the directory. Requires finish().
-  Result<std::filesystem::path> commit();
+  // fsyncs the directory, or with `dirty` leaves that to the caller's one sync for many
+  // blobs (before anything refers to them). Requires finish().
+  Result<std::filesystem::path> commit(DirtyDirs* dirty = nullptr);
 
  private:
   struct State;

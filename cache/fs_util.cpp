@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <openssl/rand.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -32,6 +34,38 @@ Result<void> fsync_dir(const std::filesystem::path& dir) {
   UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) return errno_error(errno, "cannot open directory", dir);
   if (::fsync(fd.get()) != 0) return errno_error(errno, "cannot fsync directory", dir);
+  return ok();
+}
+
+Result<void> DirtyDirs::create(const std::filesystem::path& dir) {
+  // The missing tail of `dir`, outermost first.
+  std::vector<std::filesystem::path> missing;
+  struct stat st {};
+  for (auto p = dir; !p.empty() && ::stat(p.c_str(), &st) != 0; p = p.parent_path()) {
+    if (errno != ENOENT) return errno_error(errno, "cannot stat", p);
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0755) == 0) {
+      add(it->parent_path());
+    } else if (errno != EEXIST) {
+      return errno_error(errno, "cannot create directory", *it);
+    }
+  }
+  if (::stat(dir.c_str(), &st) != 0) return errno_error(errno, "cannot stat", dir);
+  if (!S_ISDIR(st.st_mode)) return errno_error(ENOTDIR, "cannot create directory", dir);
+  return ok();
+}
+
+void DirtyDirs::add(const std::filesystem::path& dir) {
+  if (std::find(dirs_.begin(), dirs_.end(), dir) == dirs_.end()) dirs_.push_back(dir);
+}
+
+Result<void> DirtyDirs::sync() {
+  // Any order will do: the caller makes nothing point here (a ref) until all are synced.
+  for (const auto& dir : dirs_) KH_TRY(fsync_dir(dir));
+  dirs_.clear();
   return ok();
 }
 

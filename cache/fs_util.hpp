@@ -1,10 +1,11 @@
-// Small POSIX helpers shared by the cache: random temp suffixes, fsync of a directory,
-// and errno -> Result mapping.
+// Small POSIX helpers shared by the cache: random temp suffixes, fsync of directories,
+// atomic small-file writes, and errno -> Result mapping.
 #pragma once
 
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trust/result.hpp"
 
@@ -18,6 +19,24 @@ Unexpected errno_error(int err, std::string_view what, const std::filesystem::pa
 
 // Makes a rename/creation in `dir` durable.
 Result<void> fsync_dir(const std::filesystem::path& dir);
+
+// The directories whose entries one publish step changed, each fsynced once at its end: a
+// rename or a mkdir survives a power cut only once the directory holding the new entry is
+// synced. Directories nothing was added to are never synced (cheap warm publishes).
+class DirtyDirs {
+ public:
+  // mkdir -p (0755 minus umask). The parent of each directory created here becomes dirty;
+  // one that another process created meanwhile is theirs to sync.
+  Result<void> create(const std::filesystem::path& dir);
+  // An entry was renamed or created in `dir`.
+  void add(const std::filesystem::path& dir);
+  // fsyncs every dirty directory once; stops at the first error.
+  Result<void> sync();
+  std::size_t size() const { return dirs_.size(); }
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
 
 // Writes `content` to `path` atomically: temp in the same dir, fsync, rename.
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,

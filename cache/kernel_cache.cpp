@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -31,6 +32,12 @@ bool is_commit(std::string_view text) { return trust::is_lower_hex(text, 40); }
 
 bool is_etag(std::string_view text) {
   return trust::is_lower_hex(text, 40) || trust::is_lower_hex(text, 64);
+}
+
+bool is_link_to(const fs::path& link, std::string_view target) {
+  std::array<char, 512> buf{};
+  const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
+  return n >= 0 && std::string_view(buf.data(), static_cast<std::size_t>(n)) == target;
 }
 
 Result<void> make_dirs(const fs::path& dir) {
@@ -93,21 +100,20 @@ Result<void> KernelCache::mark_missing(const trust::RepoId& repo, std::string_vi
   auto safe = trust::validate_repo_path(path);
   if (!safe) return fail(safe.error());
   const fs::path marker = repo_dir(repo) / ".no_exist" / std::string(commit) / *safe;
-  std::error_code ec;
-  fs::create_directories(marker.parent_path(), ec);
-  if (ec)
-    return fail(ErrorCode::io,
-                "cannot create " + marker.parent_path().string() + ": " + ec.message());
-  return write_file_atomic(marker, "");
+  DirtyDirs dirty;
+  KH_TRY(dirty.create(marker.parent_path()));
+  KH_TRY(write_file_atomic(marker, ""));
+  return dirty.sync();
 }
 
 Result<void> KernelCache::prepare_repo(const trust::RepoId& repo) const {
-  KH_TRY(make_dirs(root_));
+  DirtyDirs dirty;  // new folders are durable before anything is published into them
+  KH_TRY(dirty.create(root_));
   const fs::path tag = root_ / "CACHEDIR.TAG";
   std::error_code ec;
   if (!fs::exists(tag, ec)) KH_TRY(write_file_atomic(tag, kCacheDirTag));
-  for (const char* sub : {"blobs", "refs", "snapshots"}) KH_TRY(make_dirs(repo_dir(repo) / sub));
-  return ok();
+  for (const char* sub : {"blobs", "refs", "snapshots"}) KH_TRY(dirty.create(repo_dir(repo) / sub));
+  return dirty.sync();
 }
 
 bool KernelCache::has_blob(const trust::RepoId& repo, std::string_view etag) const {
@@ -156,8 +162,10 @@ Result<void> KernelCache::write_ref(const trust::RepoId& repo, std::string_view 
   const fs::path path = repo_dir(repo) / "refs" / std::string(ref);
   if (read_ref_file(path) == std::string(commit))
     return ok();  // unchanged: read-only caches stay usable
-  KH_TRY(make_dirs(path.parent_path()));
-  return write_file_atomic(path, commit);
+  DirtyDirs dirty;
+  KH_TRY(dirty.create(path.parent_path()));
+  KH_TRY(write_file_atomic(path, commit));  // fsyncs the ref's own folder
+  return dirty.sync();
 }
 
 Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_view commit,
@@ -168,6 +176,10 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
         "snapshot commit '" + trust::sanitize_for_message(commit) + "' is not a 40-hex sha");
   }
   const fs::path snapshot = snapshot_dir(repo, commit);
+  // Every folder a link is renamed into, and the parent of every folder made here, is
+  // fsynced before returning: the ref written next must never outlive a link after a power
+  // cut (a lost metadata.json link would skip the digest check offline).
+  DirtyDirs dirty;
   for (const auto& file : files) {
     KH_TRY(trust::validate_repo_path(file.path));
     if (!has_blob(repo, file.etag)) {
@@ -180,7 +192,8 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
       target += "../";
     target += "blobs/" + file.etag;
     const fs::path link = snapshot / file.path;
-    KH_TRY(make_dirs(link.parent_path()));
+    KH_TRY(dirty.create(link.parent_path()));
+    if (is_link_to(link, target)) continue;  // already in place: the folder stays clean
     // A temp link renamed over the final name: readers see the old or the new link, never none.
     const fs::path temp =
         link.parent_path() / ("." + link.filename().string() + "." + random_suffix() + ".tmp");
@@ -191,8 +204,9 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
       ::unlink(temp.c_str());
       return errno_error(err, "cannot place symlink", link);
     }
+    dirty.add(link.parent_path());
   }
-  return fsync_dir(snapshot.parent_path());
+  return dirty.sync();
 }
 
 Result<FileLock> KernelCache::lock(const trust::RepoId& repo, std::string_view name) const {

@@ -84,7 +84,8 @@ class KernelCache {
                          std::string_view commit) const;
 
   // Creates snapshots/<commit>/<path> -> relative symlink to ../../blobs/<etag> for each
-  // file, each replaced atomically (temp symlink + rename). Every blob must exist.
+  // file, each replaced atomically (temp symlink + rename). Every blob must exist. On
+  // success every folder that gained an entry is fsynced (see DirtyDirs).
   Result<void> link_snapshot(const trust::RepoId& repo, std::string_view commit,
                              const std::vector<SnapshotFile>& files) const;
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "cache/fs_util.hpp"
 #include "hub/downloader.hpp"
 #include "trust/digest.hpp"
 
@@ -166,10 +167,12 @@ Result<void> FetchPlan::verify() const {
 }
 
 Result<void> FetchPlan::publish() {
+  cache::DirtyDirs dirty;  // blobs/ is fsynced once for all the blobs, before any link
   for (auto& slot : slots_) {
-    auto committed = slot.writer.commit();
+    auto committed = slot.writer.commit(&dirty);
     if (!committed) return fail(committed.error());
   }
+  KH_TRY(dirty.sync());
   std::vector<cache::SnapshotFile> links;
   links.reserve(files_.size());
   for (const auto& file : files_) links.push_back({file.entry.path, file.entry.etag()});
