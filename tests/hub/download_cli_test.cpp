@@ -83,7 +83,9 @@ TEST_CASE("kernelhub download: an anonymous 401 is repo_not_found with the HF_TO
   hub::server::FaultPlan plan;
   plan.anonymous_401 = true;
   fx.server->set_faults(plan);
-  auto r = download(fx, {"kernels-community/no-such-kernel", "--version", "1"},
+  auto r = download(fx,
+                    {"kernels-community/no-such-kernel", "--version", "1", "--torch-version",
+                     "2.15", "--backend", "cpu"},
                     {{"HF_TOKEN", ""},
                      {"HUGGING_FACE_HUB_TOKEN", ""},
                      {"HF_TOKEN_PATH", ""},
