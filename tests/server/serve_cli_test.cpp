@@ -61,3 +61,42 @@ TEST_CASE("kernelhub publish exits non-zero with one line on a hostile tree", "[
   CHECK(r.err.find("symbolic link") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
+
+TEST_CASE("kernelhub serve's real-Hub fault flags: rename, anonymous 401, path-scoped status",
+          "[server][cli]") {
+  testing::TempDir tmp;
+  testing::make_source_tree(tmp.path() / "src");
+  const auto store = tmp.path() / "store";
+  REQUIRE(testing::run_command({kBin, "publish", "--root", store.string(), "--repo", "org-a/kern",
+                                "--branch", "v1", (tmp.path() / "src").string()})
+              .exit_code == 0);
+  const auto port_file = tmp.path() / "port";
+  testing::BackgroundProcess serve(
+      {kBin, "serve", "--root", store.string(), "--port", "0", "--port-file", port_file.string(),
+       "--fault-rename", "org-a/old=org-b/kern", "--fault-anonymous-401", "--fault-private-repo",
+       "org-a/kern", "--fault-status", "503", "--fault-count", "1", "--fault-status-path-filter",
+       "/revision/"});
+  const int port = std::stoi(testing::wait_for_file(port_file));
+  httplib::Client c("127.0.0.1", port);
+  auto moved = c.Get("/api/kernels/org-a/old/tree/v1/build?recursive=true");
+  REQUIRE(moved);
+  CHECK(moved->status == 307);
+  CHECK(moved->get_header_value("Location") ==
+        "/api/kernels/org-b/kern/tree/v1/build?recursive=true");
+  auto anonymous = c.Get("/api/kernels/org-a/kern/refs");
+  REQUIRE(anonymous);
+  CHECK(anonymous->status == 401);
+  CHECK_FALSE(anonymous->has_header("X-Error-Code"));
+  CHECK(anonymous->get_header_value("X-Error-Message") == "Invalid username or password.");
+  const httplib::Headers token{{"Authorization", "Bearer hf_x"}};
+  auto refs = c.Get("/api/kernels/org-a/kern/refs", token);
+  REQUIRE(refs);
+  CHECK(refs->status == 200);  // the 503 is kept for /revision/
+  auto revision = c.Get("/api/kernels/org-a/kern/revision/v1", token);
+  REQUIRE(revision);
+  CHECK(revision->status == 503);
+  CHECK(c.Get("/api/kernels/org-a/kern/revision/v1", token)->status == 200);
+  auto bad = testing::run_command(
+      {kBin, "serve", "--root", store.string(), "--fault-rename", "not-a-rename"});
+  CHECK(bad.exit_code == 2);
+}
