@@ -140,6 +140,7 @@ Result<void> start_attempt(Transfer& t, CURLM* multi, const HubConfig& config) {
   t.watch.stall_variable = "HF_HUB_DOWNLOAD_TIMEOUT";
   t.watch.min_bytes_per_second = config.min_bytes_per_second;
   t.watch.window = config.min_speed_window;
+  t.watch.aggregate = t.bytes_done;  // the floor is for the download as a whole
   t.watch.deadline = t.deadline;
   t.watch.deadline_length = deadline_length;
   t.watch.deadline_variable = "KERNELHUB_DOWNLOAD_DEADLINE";

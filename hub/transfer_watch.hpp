@@ -24,6 +24,9 @@ struct TransferWatch {
   const char* stall_variable = "HF_HUB_ETAG_TIMEOUT";
   std::uint64_t min_bytes_per_second = 0;  // 0: no throughput floor
   std::chrono::milliseconds window{30'000};
+  // When set, the floor applies to these bytes (all files of one Downloader together): files
+  // sharing a slow link each move less than the link, and must not be called too slow for it.
+  const std::uint64_t* aggregate = nullptr;
   std::optional<Clock::time_point> deadline;
   std::chrono::milliseconds deadline_length{0};  // for the message
   const char* deadline_variable = "KERNELHUB_API_DEADLINE";
@@ -39,7 +42,7 @@ struct TransferWatch {
     last_progress = Clock::now();
     last_bytes = -1;
     tripped = Trip::none;
-    samples.assign(1, {last_progress, 0});
+    samples.assign(1, {last_progress, floor_bytes(0)});
   }
 
   // Why the transfer was aborted and what raises the limit; empty when it was not.
@@ -69,6 +72,10 @@ struct TransferWatch {
     return {};
   }
 
+  curl_off_t floor_bytes(curl_off_t own) const {
+    return aggregate ? static_cast<curl_off_t>(*aggregate) : own;
+  }
+
   // Decides whether to abort after `moved` bytes at `now`; pure, so it is unit-testable.
   Trip check(Clock::time_point now, curl_off_t moved) {
     if (deadline && now >= *deadline) return Trip::deadline;
@@ -79,6 +86,7 @@ struct TransferWatch {
       return Trip::stall;
     }
     if (min_bytes_per_second == 0) return Trip::none;
+    moved = floor_bytes(moved);
     if (samples.empty() || moved < samples.back().second) samples.assign(1, {now, moved});
     if (now - samples.back().first >= std::chrono::milliseconds(100))
       samples.emplace_back(now, moved);

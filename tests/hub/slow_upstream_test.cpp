@@ -81,6 +81,19 @@ TEST_CASE("the throughput floor trips on a trickle and never on a steady link ab
   CHECK(trip == hub::TransferWatch::Trip::slow);
   CHECK(at_ms >= 30'000);
   CHECK(at_ms <= 31'000);
+  // Eight files sharing a 4 KiB/s link move 512 B/s each: the floor is for all of them.
+  std::uint64_t all_files = 0;
+  watch.aggregate = &all_files;
+  watch.reset();
+  watch.samples.assign(1, {t0, 0});
+  bool tripped = false;
+  for (int ms = 0; ms <= 120'000 && !tripped; ms += 250) {
+    all_files = 4096ULL * static_cast<std::uint64_t>(ms) / 1000;
+    tripped =
+        watch.check(t0 + milliseconds(ms), 512LL * ms / 1000) != hub::TransferWatch::Trip::none;
+  }
+  CHECK_FALSE(tripped);
+  watch.aggregate = nullptr;
   // A deadline ends even a fast transfer.
   watch.reset();
   watch.deadline = t0 + milliseconds(5000);
