@@ -276,6 +276,19 @@ TEST_CASE("an hour's Retry-After is not waited for, and retry waits add up to a 
     CHECK_THAT(result.error().message, Catch::Contains("KERNELHUB_MAX_RETRY_WAIT (60 s)"));
     CHECK(seconds < 1.0);
   }
+  SECTION("on a file download too: the downloader fails at once") {
+    plan.retry_after_seconds = 3600;
+    plan.fail_path_filter = "/lfs-objects/";  // the API calls pass, the .so's body is refused
+    fx.server->set_faults(plan);
+    auto [result, seconds] = timed_fetch(fx, {{"KERNELHUB_RETRY_BASE_MS", "1000"}}, 5);
+    CHECK(count_status(*fx.server, 429) == 1);
+    CHECK(fx.server->count("GET", "/lfs-objects/") == 1);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().code == ErrorCode::rate_limited);
+    CHECK_THAT(result.error().message, Catch::Contains("KERNELHUB_MAX_RETRY_WAIT (60 s)"));
+    CHECK(seconds < 1.0);
+    check_nothing_published(fx);
+  }
   SECTION("waits adding up past KERNELHUB_MAX_RETRY_WAIT_TOTAL fail with rate_limited") {
     plan.retry_after_seconds = 10;  // RateLimit t=10: 11 units per wait
     fx.server->set_faults(plan);
