@@ -4,6 +4,7 @@
 
 #include "client/daemon_connection.hpp"
 #include "client/embedded.hpp"
+#include "hub/variant.hpp"
 
 namespace kernelhub::client {
 
@@ -54,20 +55,38 @@ std::string Client::where() const {
   return std::get<EmbeddedBackend>(impl_->backend).cache().root().string();
 }
 
+namespace {
+
+// The platform is detected here, in the process that will run the kernel, once, for both
+// modes: a daemon selects for what it is sent, so both modes select the same variant.
+Result<hub::FetchRequest> with_platform(hub::FetchRequest request, const trust::Environment& env) {
+  if (request.variant || request.all_variants || request.target_platform) return request;
+  auto platform = hub::detect_platform(env, request.platform);
+  if (!platform) return fail(platform.error());
+  request.target_platform = std::move(*platform);
+  return request;
+}
+
+}  // namespace
+
 Result<FetchedKernel> Client::fetch(const hub::FetchRequest& request,
                                     hub::ProgressCallback progress) {
+  auto full = with_platform(request, impl_->env);
+  if (!full) return fail(full.error());
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
-    return daemon->fetch(request, impl_->env, progress, /*hand_out=*/true);
+    return daemon->fetch(*full, impl_->env, progress, /*hand_out=*/true);
   }
-  return std::get<EmbeddedBackend>(impl_->backend).fetch(request, progress, /*hand_out=*/true);
+  return std::get<EmbeddedBackend>(impl_->backend).fetch(*full, progress, /*hand_out=*/true);
 }
 
 Result<FetchedKernel> Client::prefetch(const hub::FetchRequest& request,
                                        hub::ProgressCallback progress) {
+  auto full = with_platform(request, impl_->env);
+  if (!full) return fail(full.error());
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
-    return daemon->fetch(request, impl_->env, progress, /*hand_out=*/false);
+    return daemon->fetch(*full, impl_->env, progress, /*hand_out=*/false);
   }
-  return std::get<EmbeddedBackend>(impl_->backend).fetch(request, progress, /*hand_out=*/false);
+  return std::get<EmbeddedBackend>(impl_->backend).fetch(*full, progress, /*hand_out=*/false);
 }
 
 Result<nlohmann::json> Client::status() {

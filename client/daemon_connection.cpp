@@ -35,8 +35,17 @@ proto::FetchRequest fetch_message(const hub::FetchRequest& request, const trust:
   m.revision = request.revision;
   m.variant = request.variant;
   m.all_variants = request.all_variants;
-  m.torch_version = request.platform.torch_version;
-  m.backend = request.platform.backend;
+  // The client's own platform (Client detects it), so the daemon selects for this process.
+  if (const auto& p = request.target_platform) {
+    m.torch_version = std::to_string(p->torch_major) + "." + std::to_string(p->torch_minor);
+    m.backend = p->backend;
+    m.cxx11_abi = p->cxx11_abi;
+    m.arch = p->arch;
+    m.os = p->os;
+  } else {
+    m.torch_version = request.platform.torch_version;
+    m.backend = request.platform.backend;
+  }
   m.env = trust_env(env);
   return m;
 }

@@ -33,9 +33,36 @@ std::string resolve_key_of(const trust::RepoId& repo, const proto::FetchRequest&
          (r.version ? "v" + std::to_string(*r.version) : "r:" + r.revision.value_or(""));
 }
 
-std::string spec_of(const proto::FetchRequest& r) {
-  return (r.all_variants ? std::string("*") : r.variant.value_or("")) + '\n' +
-         r.torch_version.value_or("") + '\n' + r.backend.value_or("");
+// The platform to select a variant for: the client's, as it sent it. Clients from before the
+// platform fields sent only what the user typed (--torch-version/--backend); arch and OS are
+// then this host's (a unix socket never crosses kernels) and the cxx11 ABI torch's Linux
+// default. Without a torch version and a backend there is nothing to select for: the daemon
+// never falls back to its own torch.
+Result<std::optional<hub::Platform>> client_platform(const proto::FetchRequest& r) {
+  if (r.variant || r.all_variants) return std::optional<hub::Platform>{};
+  if (!r.torch_version || !r.backend) {
+    return fail(ErrorCode::invalid_request,
+                "the request does not say which torch and backend the client runs (a client "
+                "older than this kernelhubd?): upgrade it, or pass --torch-version and --backend "
+                "(or --variant); kernelhubd never selects for its own torch");
+  }
+  const hub::PlatformOverrides given{r.torch_version, r.backend};
+  auto platform = hub::detect_platform(trust::Environment{}, given);  // parses, reads nothing
+  if (!platform) return fail(ErrorCode::invalid_request, platform.error().message);
+  if (r.arch) platform->arch = *r.arch;
+  if (r.os) platform->os = *r.os;
+  platform->cxx11_abi = r.cxx11_abi.value_or(platform->os == "linux");
+  return std::optional<hub::Platform>{*platform};
+}
+
+std::string spec_of(const proto::FetchRequest& r, const std::optional<hub::Platform>& p) {
+  std::string spec = r.all_variants ? std::string("*") : r.variant.value_or("");
+  if (p) {
+    spec += '\n' + std::to_string(p->torch_major) + '.' + std::to_string(p->torch_minor);
+    spec += std::string(p->cxx11_abi ? "\ncxx11\n" : "\ncxx98\n") + p->backend;
+    spec += '\n' + p->arch + '\n' + p->os;
+  }
+  return spec;
 }
 
 bool env_true(const proto::FetchRequest& r, std::string_view key) {
@@ -99,8 +126,10 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   if (!decision.allowed) return fail(decision.code, decision.reason);
   const bool with_fds_now = with_fds && !request.prefetch;
 
+  auto platform = client_platform(request);
+  if (!platform) return fail(platform.error());
   const std::string resolve_key = resolve_key_of(*repo, request);
-  const std::string spec = spec_of(request);
+  const std::string spec = spec_of(request, *platform);
   if (auto manifest = warm_manifest(resolve_key, spec)) {
     auto out = hand_out(*manifest, request.id, with_fds_now, true);
     if (out) {
@@ -118,8 +147,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   fetch.revision = request.revision;
   fetch.variant = request.variant;
   fetch.all_variants = request.all_variants;
-  fetch.platform.torch_version = request.torch_version;
-  fetch.platform.backend = request.backend;
+  fetch.target_platform = *platform;
   const bool offline = env_true(request, "HF_HUB_OFFLINE");
   auto flight = join_or_start(resolve_key, spec, fetch, offline);
 
@@ -221,7 +249,9 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   cache.set_published_blob_mode(0444);  // the shared cache: read-only from the moment it is visible
   // Every waiter passed decide_trust with its own environment before joining; the
   // fetcher re-checks against the admin policy with opt-in granted.
-  hub::Fetcher fetcher(config, http, cache, *policy(), trust::TrustEnvironment{true, false}, env_);
+  // No platform environment: every request carries its client's platform (or a variant).
+  hub::Fetcher fetcher(config, http, cache, *policy(), trust::TrustEnvironment{true, false},
+                       trust::Environment{});
   hub::FetchProgress last;
   auto result = fetcher.fetch(request, [&](const hub::FetchProgress& p) {
     last = p;

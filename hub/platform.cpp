@@ -1,5 +1,6 @@
-// Detection of what this machine can run: torch version (flags, environment, or the torch
-// installed in a virtualenv), compute backend, CPU and OS.
+// Detection of what this process can run: torch version (flags, environment, the active
+// virtualenv, or the torch of the Python on PATH), compute backend, CPU and OS. Runs in the
+// client; the daemon selects for what the client detected and never looks at its own torch.
 #include <sys/utsname.h>
 
 #include <algorithm>
@@ -9,25 +10,20 @@
 #include <regex>
 #include <sstream>
 
+#include "hub/python_probe.hpp"
 #include "hub/variant.hpp"
 #include "hub/variant_name.hpp"
-
-#ifndef KERNELHUB_DEFAULT_VENV
-#define KERNELHUB_DEFAULT_VENV ""
-#endif
 
 namespace kernelhub::hub {
 namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kPinnedTorchMajor = 2;  // the torch the project pins (scripts/setup.sh)
-constexpr int kPinnedTorchMinor = 15;
 constexpr const char* kNvidiaDriverFile = "/proc/driver/nvidia/version";
 
 struct TorchInfo {
-  int major = kPinnedTorchMajor;
-  int minor = kPinnedTorchMinor;
+  int major = 0;
+  int minor = 0;
   std::optional<std::string> cuda_token;  // "cu132" when this torch was built with CUDA
 };
 
@@ -105,12 +101,21 @@ Result<TorchInfo> detect_torch(const trust::Environment& env, const PlatformOver
   if (overrides.torch_version) return from_text(*overrides.torch_version, "--torch-version");
   if (const auto value = env.get("KERNELHUB_TORCH_VERSION"))
     return from_text(*value, "KERNELHUB_TORCH_VERSION");
-  for (const auto& venv :
-       {env.get("VIRTUAL_ENV").value_or(""), std::string(KERNELHUB_DEFAULT_VENV)}) {
-    if (venv.empty()) continue;
-    if (const auto file = find_torch_version_file(venv)) return read_torch_version_file(*file);
+  if (const auto venv = env.get("VIRTUAL_ENV"); venv && !venv->empty()) {
+    if (const auto file = find_torch_version_file(*venv)) return read_torch_version_file(*file);
   }
-  return TorchInfo{};
+  const auto python = find_python(env);
+  if (python) {
+    auto file = probe_torch_version_file(*python, env);
+    KH_TRY(file);
+    if (*file) return read_torch_version_file(**file);
+  }
+  return fail(ErrorCode::invalid_argument,
+              "no torch found (" +
+                  (python ? python->string() + " has no torch"
+                          : std::string("no python3 or python on PATH")) +
+                  "): pass --torch-version, set KERNELHUB_TORCH_VERSION, activate the virtualenv "
+                  "that has torch, or set KERNELHUB_PYTHON to its python");
 }
 
 Result<std::string> detect_backend(const trust::Environment& env,

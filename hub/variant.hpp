@@ -31,8 +31,10 @@ struct PlatformOverrides {
   std::optional<std::string> backend;        // "cpu", "cuda", "cu132"
 };
 
-// Torch version: override, else KERNELHUB_TORCH_VERSION, else the torch of $VIRTUAL_ENV (or
-// the project venv) read from torch/version.py, else the version the project pins.
+// Torch version: override, else KERNELHUB_TORCH_VERSION, else the torch of $VIRTUAL_ENV, else
+// the torch of $KERNELHUB_PYTHON (or python3/python on PATH), read from torch/version.py;
+// invalid_argument when there is none. Only clients detect: a daemon selects for the
+// platform its client sent.
 // Backend: override, else KERNELHUB_BACKEND, else CUDA (torch's CUDA version) only when
 // the torch build has CUDA *and* an NVIDIA driver is present, else cpu.
 Result<Platform> detect_platform(const trust::Environment& env, const PlatformOverrides& overrides);

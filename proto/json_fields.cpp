@@ -73,6 +73,13 @@ Result<bool> Fields::boolean(const char* key, std::optional<bool> fallback) cons
   return v->get<bool>();
 }
 
+Result<std::optional<bool>> Fields::optional_boolean(const char* key) const {
+  const auto* v = find(key);
+  if (!v || v->is_null()) return std::optional<bool>{};
+  if (!v->is_boolean()) return invalid(key, "a boolean or null");
+  return std::optional<bool>{v->get<bool>()};
+}
+
 Result<std::vector<std::string>> Fields::strings(const char* key) const {
   const auto* v = find(key);
   if (!v || !v->is_array()) return invalid(key, "an array of strings");

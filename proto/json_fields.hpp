@@ -25,6 +25,7 @@ class Fields {
   Result<std::int64_t> int64(const char* key) const;
   Result<double> number(const char* key) const;
   Result<bool> boolean(const char* key, std::optional<bool> fallback = std::nullopt) const;
+  Result<std::optional<bool>> optional_boolean(const char* key) const;  // absent or null
   Result<std::vector<std::string>> strings(const char* key) const;
   Result<std::map<std::string, std::string>> string_map(const char* key) const;  // absent: {}
   Result<const nlohmann::json*> array(const char* key) const;

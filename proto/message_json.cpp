@@ -28,6 +28,9 @@ json to_json(const FetchRequest& m) {
   j["all_variants"] = m.all_variants;
   put_optional(j, "torch_version", m.torch_version);
   put_optional(j, "backend", m.backend);
+  put_optional(j, "cxx11_abi", m.cxx11_abi);
+  put_optional(j, "arch", m.arch);
+  put_optional(j, "os", m.os);
   j["env"] = json::object();
   for (const auto& [key, value] : m.env) j["env"][key] = value;
   return j;

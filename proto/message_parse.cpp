@@ -15,6 +15,8 @@ namespace {
 
 using detail::Fields;
 
+constexpr std::size_t kMaxPlatformToken = 64;
+
 Result<Message> parse_hello(const Fields& f) {
   Hello m;
   KH_PROTO_GET(protocol, f.int64("protocol"));
@@ -29,6 +31,18 @@ Result<Message> parse_hello(const Fields& f) {
   return Message{std::move(m)};
 }
 
+// A platform token (torch version, backend, arch, os): short, and only [0-9A-Za-z._+-].
+Result<std::optional<std::string>> platform_token(const Fields& f, const char* key) {
+  KH_PROTO_GET(value, f.optional_string(key));
+  if (!value) return value;
+  const bool ok = !value->empty() && value->size() <= kMaxPlatformToken &&
+                  value->find_first_not_of(
+                      "0123456789abcdefghijklmnopqrstuvwxyz"
+                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ._+-") == std::string::npos;
+  if (!ok) return f.invalid(key, "a platform token of at most 64 characters [0-9A-Za-z._+-]");
+  return value;
+}
+
 Result<Message> parse_fetch(const Fields& f, bool prefetch) {
   FetchRequest m;
   m.prefetch = prefetch;
@@ -41,8 +55,11 @@ Result<Message> parse_fetch(const Fields& f, bool prefetch) {
                 "'fetch' frame: exactly one of 'version' and 'revision' is required");
   KH_PROTO_GET(variant, f.optional_string("variant"));
   KH_PROTO_GET(all_variants, f.boolean("all_variants", false));
-  KH_PROTO_GET(torch_version, f.optional_string("torch_version"));
-  KH_PROTO_GET(backend, f.optional_string("backend"));
+  KH_PROTO_GET(torch_version, platform_token(f, "torch_version"));
+  KH_PROTO_GET(backend, platform_token(f, "backend"));
+  KH_PROTO_GET(arch, platform_token(f, "arch"));
+  KH_PROTO_GET(os, platform_token(f, "os"));
+  KH_PROTO_GET(cxx11_abi, f.optional_boolean("cxx11_abi"));
   KH_PROTO_GET(env, f.string_map("env"));
   m.id = id;
   m.repo = std::move(repo);
@@ -52,6 +69,9 @@ Result<Message> parse_fetch(const Fields& f, bool prefetch) {
   m.all_variants = all_variants;
   m.torch_version = std::move(torch_version);
   m.backend = std::move(backend);
+  m.cxx11_abi = cxx11_abi;
+  m.arch = std::move(arch);
+  m.os = std::move(os);
   m.env = std::move(env);
   return Message{std::move(m)};
 }

@@ -45,8 +45,13 @@ struct FetchRequest {
   std::optional<std::string> revision;
   std::optional<std::string> variant;
   bool all_variants = false;
-  std::optional<std::string> torch_version;
-  std::optional<std::string> backend;
+  // What the client runs against, as the client detected it; the daemon selects the variant
+  // for this and never for its own environment. Absent (older clients): unknown.
+  std::optional<std::string> torch_version;  // "2.15" (or "2.15.0+cu132" from older clients)
+  std::optional<std::string> backend;        // "cpu", "cu132", "rocm71", ...
+  std::optional<bool> cxx11_abi;
+  std::optional<std::string> arch;  // "x86_64", "aarch64"
+  std::optional<std::string> os;    // "linux", "darwin", "windows"
   std::map<std::string, std::string> env;
   bool operator==(const FetchRequest&) const = default;
 };

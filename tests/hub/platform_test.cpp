@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "hub/python_probe.hpp"
 #include "hub/variant.hpp"
 
 namespace fs = std::filesystem;
@@ -117,20 +118,108 @@ TEST_CASE("malformed overrides are invalid arguments", "[platform]") {
   CHECK(v.error().code == ErrorCode::invalid_argument);
   CHECK_THAT(v.error().message, Catch::Contains("two.fifteen"));
 
-  const auto b = detect_platform(Environment(Vars{{"KERNELHUB_BACKEND", "gpu"}}), {});
+  const auto b = detect_platform(
+      Environment(Vars{{"KERNELHUB_TORCH_VERSION", "2.15"}, {"KERNELHUB_BACKEND", "gpu"}}), {});
   REQUIRE_FALSE(b);
   CHECK(b.error().code == ErrorCode::invalid_argument);
   CHECK_THAT(b.error().message, Catch::Contains("KERNELHUB_BACKEND"));
 }
 
-TEST_CASE("a venv without torch falls back to the project venv or the pinned version",
-          "[platform]") {
+TEST_CASE("no torch anywhere is an error that says what to set, not a guess", "[platform]") {
   std::string pattern = (fs::temp_directory_path() / "kh-empty-XXXXXX").string();
   REQUIRE(mkdtemp(pattern.data()) != nullptr);
-  const auto p = detect_platform(Environment(Vars{{"VIRTUAL_ENV", pattern}}), {});
+  // A venv without torch and no python on PATH: nothing compiled in is consulted.
+  const auto p =
+      detect_platform(Environment(Vars{{"VIRTUAL_ENV", pattern}, {"PATH", pattern}}), {});
   fs::remove_all(pattern);
-  REQUIRE(p);
-  // Both the project venv's torch and the pinned default are 2.15.
-  CHECK(p->torch_major == 2);
-  CHECK(p->torch_minor == 15);
+  REQUIRE_FALSE(p);
+  CHECK(p.error().code == ErrorCode::invalid_argument);
+  CHECK_THAT(p.error().message, Catch::Contains("KERNELHUB_TORCH_VERSION") &&
+                                    Catch::Contains("--torch-version") &&
+                                    Catch::Contains("KERNELHUB_PYTHON"));
+}
+
+namespace {
+
+// A directory put on PYTHONPATH holding only torch/__init__.py and torch/version.py.
+class FakeTorchPath {
+ public:
+  explicit FakeTorchPath(const std::string& version_py) {
+    std::string pattern = (fs::temp_directory_path() / "kh-pypath-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    root_ = pattern;
+    fs::create_directories(root_ / "torch");
+    std::ofstream(root_ / "torch" / "__init__.py") << "raise ImportError('never imported')\n";
+    std::ofstream(root_ / "torch" / "version.py") << version_py;
+  }
+  ~FakeTorchPath() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  FakeTorchPath(const FakeTorchPath&) = delete;
+  FakeTorchPath& operator=(const FakeTorchPath&) = delete;
+  const fs::path& path() const { return root_; }
+
+ private:
+  fs::path root_;
+};
+
+Environment process_env_with(Vars extra) {
+  auto vars = Environment::from_process().vars();
+  for (const char* name : {"VIRTUAL_ENV", "KERNELHUB_TORCH_VERSION", "KERNELHUB_BACKEND",
+                           "KERNELHUB_PYTHON", "PYTHONPATH"})
+    vars.erase(std::string(name));
+  for (auto& [k, v] : extra) vars[k] = v;
+  return Environment(std::move(vars));
+}
+
+}  // namespace
+
+TEST_CASE("the torch of the python on PATH or KERNELHUB_PYTHON is found at run time",
+          "[platform]") {
+  const FakeTorchPath torch("__version__ = '2.13.1+cpu'\ncuda = None\n");
+  const auto python = kernelhub::hub::find_python(process_env_with({}));
+  REQUIRE(python);  // a test that cannot run here fails: python3 is a build requirement
+  SECTION("python3 on PATH") {
+    const auto p = detect_platform(process_env_with({{"PYTHONPATH", torch.path().string()}}), {});
+    INFO((p ? "" : p.error().message));
+    REQUIRE(p);
+    CHECK(p->torch_minor == 13);
+    CHECK(p->backend == "cpu");
+  }
+  SECTION("KERNELHUB_PYTHON wins over a broken python3 first on PATH") {
+    const fs::path broken = torch.path() / "bin" / "python3";
+    fs::create_directories(broken.parent_path());
+    std::ofstream(broken) << "#!/bin/sh\nexit 3\n";
+    fs::permissions(broken, fs::perms::owner_all);
+    const std::string path =
+        broken.parent_path().string() + ":" + Environment::from_process().get("PATH").value_or("");
+    const auto on_path = detect_platform(
+        process_env_with({{"PYTHONPATH", torch.path().string()}, {"PATH", path}}), {});
+    REQUIRE_FALSE(on_path);  // proves the broken one is what PATH finds first
+    CHECK(on_path.error().code == ErrorCode::io);
+    const auto p = detect_platform(process_env_with({{"PYTHONPATH", torch.path().string()},
+                                                     {"KERNELHUB_PYTHON", python->string()},
+                                                     {"PATH", path}}),
+                                   {});
+    INFO((p ? "" : p.error().message));
+    REQUIRE(p);
+    CHECK(p->torch_minor == 13);
+  }
+}
+
+TEST_CASE("a python that hangs is killed at the bound with a typed timeout", "[platform]") {
+  std::string pattern = (fs::temp_directory_path() / "kh-hang-XXXXXX").string();
+  REQUIRE(mkdtemp(pattern.data()) != nullptr);
+  const fs::path script = fs::path(pattern) / "python3";
+  std::ofstream(script) << "#!/bin/sh\nexec sleep 30\n";
+  fs::permissions(script, fs::perms::owner_all);
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = kernelhub::hub::probe_torch_version_file(script, Environment{},
+                                                          std::chrono::milliseconds(300));
+  const auto took = std::chrono::steady_clock::now() - started;
+  fs::remove_all(pattern);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::timeout);
+  CHECK(took < std::chrono::seconds(3));
 }

@@ -29,9 +29,18 @@ std::vector<GoldenCase> golden_cases() {
   fetch.version = 1;
   fetch.torch_version = "2.15";
   fetch.backend = "cpu";
+  fetch.cxx11_abi = true;
+  fetch.arch = "x86_64";
+  fetch.os = "linux";
   fetch.env = {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"},
                {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
                {"HF_HUB_OFFLINE", ""}};
+
+  // A client from before the platform fields: every platform member is unknown.
+  FetchRequest older;
+  older.id = 9;
+  older.repo = "kernels-community/relu";
+  older.version = 1;
 
   FetchRequest prefetch;
   prefetch.prefetch = true;
@@ -65,6 +74,7 @@ std::vector<GoldenCase> golden_cases() {
       {"hello_daemon", Sender::daemon,
        Hello{1, {"fds", "progress"}, std::nullopt, "kernelhubd/0.1.0"}},
       {"fetch", Sender::client, fetch},
+      {"fetch_older_client", Sender::client, older},
       {"prefetch", Sender::client, prefetch},
       {"progress", Sender::daemon,
        Progress{7, "build/" + kVariant + "/_relu.abi3.so", 1048576, 104857600, 1, 4}},

@@ -42,6 +42,12 @@ TEST_CASE("wrong member types are invalid_request naming the member and the id",
       {"fetch", Sender::client, "env", json::array({"HF_HUB_OFFLINE"})},
       {"fetch", Sender::client, "env", json{{"HF_HUB_OFFLINE", 1}}},
       {"fetch", Sender::client, "torch_version", 2.15},
+      {"fetch", Sender::client, "torch_version", std::string(65, '2')},
+      {"fetch", Sender::client, "backend", ""},
+      {"fetch", Sender::client, "backend", "cpu\n"},
+      {"fetch", Sender::client, "arch", "x86_64; rm -rf"},
+      {"fetch", Sender::client, "os", 1},
+      {"fetch", Sender::client, "cxx11_abi", "yes"},
       {"hello_client", Sender::client, "capabilities", "fds"},
       {"hello_client", Sender::client, "capabilities", json::array({"fds", 1})},
       {"hello_client", Sender::client, "protocol", 1.5},
@@ -78,9 +84,9 @@ TEST_CASE("missing required members are invalid_request", "[proto][strict]") {
       {"status_request", Sender::client}, {"status_reply", Sender::daemon},
       {"ls_reply", Sender::daemon},       {"verified", Sender::daemon},
       {"gc_reply", Sender::daemon},       {"error", Sender::daemon}};
-  const std::set<std::string> optional_members = {"type",    "client",       "daemon",
-                                                  "variant", "all_variants", "torch_version",
-                                                  "backend", "env",          "revision"};
+  const std::set<std::string> optional_members = {
+      "type",    "client", "daemon",   "variant",   "all_variants", "torch_version",
+      "backend", "env",    "revision", "cxx11_abi", "arch",         "os"};
   int checked = 0;
   for (const auto& [name, sender] : goldens) {
     const auto golden = load_golden(name);
