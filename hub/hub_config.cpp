@@ -32,8 +32,8 @@ std::optional<long long> parse_count(const std::optional<std::string>& text) {
   return value;
 }
 
-// The first CA bundle variable set to a non-empty value. requests' order, then the
-// OpenSSL/httpx one; an empty value never means "do not verify" here.
+// The first CA bundle variable set to a non-empty value; an empty value never means "do not
+// verify" here.
 std::optional<std::string> first_set(const trust::Environment& env,
                                      std::initializer_list<const char*> names) {
   for (const char* name : names) {
@@ -116,7 +116,9 @@ HubConfig HubConfig::from(const trust::Environment& env) {
     config.max_retry_wait = static_cast<int>(std::min(*n, kMaxWait));
   if (auto n = parse_count(env.get("KERNELHUB_MAX_RETRY_WAIT_TOTAL")))
     config.max_retry_wait_total = static_cast<int>(std::min(*n, kMaxWait));
-  config.ca_file = first_set(env, {"REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"});
+  // huggingface_hub >= 1 (httpx) reads SSL_CERT_FILE; older ones (requests) read
+  // REQUESTS_CA_BUNDLE, then CURL_CA_BUNDLE.
+  config.ca_file = first_set(env, {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"});
   config.ca_dir = first_set(env, {"SSL_CERT_DIR"});
   return config;
 }

@@ -36,7 +36,7 @@ struct HubConfig {
   // (KERNELHUB_MAX_RETRY_WAIT, KERNELHUB_MAX_RETRY_WAIT_TOTAL).
   int max_retry_wait = 60;
   int max_retry_wait_total = 120;
-  // CA bundle file (REQUESTS_CA_BUNDLE, else CURL_CA_BUNDLE, else SSL_CERT_FILE) and CA
+  // CA bundle file (SSL_CERT_FILE, else REQUESTS_CA_BUNDLE, else CURL_CA_BUNDLE) and CA
   // directory (SSL_CERT_DIR); unset: libcurl's compiled-in bundle. Empty values are unset
   // (verification is never turned off).
   std::optional<std::string> ca_file;

@@ -80,17 +80,17 @@ struct TlsHub {
 
 }  // namespace
 
-TEST_CASE("CA variables: requests' order first, then SSL_CERT_FILE; SSL_CERT_DIR apart") {
+TEST_CASE("CA variables: SSL_CERT_FILE, then REQUESTS_CA_BUNDLE, then CURL_CA_BUNDLE") {
   trust::Environment env;
   CHECK_FALSE(hub::HubConfig::from(env).ca_file);
   CHECK_FALSE(hub::HubConfig::from(env).ca_dir);
-  env.set("SSL_CERT_FILE", "/c");
+  env.set("CURL_CA_BUNDLE", "/c");
   CHECK(hub::HubConfig::from(env).ca_file == "/c");
-  env.set("CURL_CA_BUNDLE", "/b");
+  env.set("REQUESTS_CA_BUNDLE", "/b");
   CHECK(hub::HubConfig::from(env).ca_file == "/b");
-  env.set("REQUESTS_CA_BUNDLE", "/a");
+  env.set("SSL_CERT_FILE", "/a");
   CHECK(hub::HubConfig::from(env).ca_file == "/a");
-  env.set("REQUESTS_CA_BUNDLE", "");  // empty: unset, never "do not verify"
+  env.set("SSL_CERT_FILE", "");  // empty: unset, never "do not verify"
   CHECK(hub::HubConfig::from(env).ca_file == "/b");
   env.set("SSL_CERT_DIR", "/d");
   CHECK(hub::HubConfig::from(env).ca_dir == "/d");
