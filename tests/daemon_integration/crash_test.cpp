@@ -1,5 +1,6 @@
 // Crash consistency of the daemon's cache: SIGKILL in the middle of a download, and a
-// SIGKILL injected by strace at the N-th write, fsync, rename or symlink of a publish. After
+// SIGKILL injected by strace at the N-th write, fsync, rename, symlink or mkdir of a publish
+// (strace attached to the running daemon, N counted in the publishing thread). After
 // each crash a restarted daemon must find no partial object (every blob hashes to its name,
 // every snapshot link has its blob, every ref names a complete snapshot), no temps, and the
 // next fetch must hand out the reference bytes.
@@ -7,10 +8,9 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <regex>
 #include <thread>
 
+#include "tests/daemon_integration/strace_tools.hpp"
 #include "tests/daemon_integration/workspace.hpp"
 
 using namespace kernelhub::testing;
@@ -47,65 +47,33 @@ void check_recovery(const Workspace& ws, const std::map<std::string, std::string
   CHECK(check_cache(ws.cache, kRepoFolder, reference).empty());
 }
 
-// How many times a cold fetch makes `syscall` in the daemon (all threads together).
-std::size_t count_syscalls(const Workspace& ws, const std::string& syscall) {
-  const auto trace = ws.dir.path() / ("count-" + syscall + ".trace");
-  auto config = ws.config();
-  config.cache = ws.dir.path() / ("count-cache-" + syscall);
-  config.socket = ws.dir.path() / "count.sock";
-  config.log = ws.dir.path() / "count.log";
-  config.wrapper = {"strace", "-f", "-qq", "-o", trace.string(), "-e", "trace=" + syscall};
-  {
-    DaemonProcess daemon(config);
-    WireClient client(config.socket);
-    client.hello();
-    REQUIRE(client.fetch(kRelu, 1).message.at("type") == "fetched");
-    daemon.stop();
-  }
-  std::ifstream in(trace);
-  const std::regex call("(^|\\s)" + syscall + "\\(");
-  std::size_t n = 0;
-  for (std::string line; std::getline(in, line);) n += std::regex_search(line, call) ? 1 : 0;
-  return n;
-}
-
-// A SIGKILL at the N-th `syscall` for a spread of N over what a cold fetch makes.
+// A SIGKILL at the N-th `syscall` of the publishing thread, for a spread of N over the calls
+// of a cold fetch that name the cache (counted first: a syscall that never occurs fails).
 void crash_at_each(const std::string& syscall) {
-  if (!have_strace()) {
-    WARN("SKIPPED: strace is not installed");
-    return;
-  }
+  REQUIRE(have_strace());  // cannot run without it: fail, never skip
   Workspace ws;
   const auto reference = ws.reference();
-  const auto total = count_syscalls(ws, syscall);
-  INFO(syscall << " calls in a cold fetch: " << total);
-  std::vector<std::size_t> points;
-  constexpr std::size_t kMaxPoints = 8;  // bounded: each point is two daemon starts
-  for (std::size_t i = 0; i < std::min(total, kMaxPoints); ++i) {
-    points.push_back(total <= kMaxPoints ? i + 1 : 1 + i * (total - 1) / (kMaxPoints - 1));
-  }
-  int crashed = 0;
+  const auto trace = trace_cold_fetch(ws, {syscall});
+  auto candidates = trace.publisher_calls(syscall);
+  INFO(syscall << " calls of the publishing thread naming the cache in a cold fetch: "
+               << candidates.size());
+  REQUIRE(!candidates.empty());
+  // How many writes a blob takes depends on how curl's reads fall: the last ones may not
+  // exist in the next run, so they are not sampled.
+  if (syscall == "write") candidates.resize(candidates.size() * 9 / 10);
+  constexpr std::size_t kMaxPoints = 6;  // bounded: each point is two daemon starts
+  const auto points = trace.points(candidates, kMaxPoints);
+  REQUIRE(!points.empty());
   for (const auto n : points) {
     fs::remove_all(ws.cache);
     auto config = ws.config();
     config.log = ws.dir.path() / "injected.log";
-    config.wrapper = {"strace",
-                      "-f",
-                      "-qq",
-                      "-o",
-                      "/dev/null",
-                      "-e",
-                      "trace=" + syscall,
-                      "-e",
-                      "inject=" + syscall + ":signal=KILL:when=" + std::to_string(n)};
-    DaemonProcess injected(config, /*wait_ready=*/false);
-    // It may die before listening (a start-up write) or while serving our fetch.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (injected.child().running() &&
-           !wait_for_listener(ws.socket, std::chrono::milliseconds(100)) &&
-           std::chrono::steady_clock::now() < deadline) {
-    }
-    if (injected.child().running()) {
+    {
+      DaemonProcess injected(config);
+      StraceAttach strace(injected.child().pid(),
+                          {"-f", "-o", "/dev/null", "-e", "trace=" + syscall, "-e",
+                           "inject=" + syscall + ":signal=KILL:when=" + std::to_string(n)},
+                          ws.dir.path() / "strace.log");
       try {
         WireClient client(ws.socket);
         client.hello();
@@ -113,21 +81,16 @@ void crash_at_each(const std::string& syscall) {
       } catch (const std::exception&) {
         // the daemon died under us: that is the point
       }
-    }
-    // Give a dying daemon time to go; a survivor (N past its calls) is stopped normally.
-    if (injected.child().wait(std::chrono::seconds(2))) {
-      ++crashed;
-    } else {
-      injected.stop();
+      const auto status = injected.child().wait(std::chrono::seconds(10));
+      INFO("the daemon must die at " << syscall << " #" << n);
+      REQUIRE(status);
+      CHECK((WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL));
     }
     const auto before = without_temps(check_cache(ws.cache, kRepoFolder, reference));
     INFO("crash at " << syscall << " #" << n << ": " << Catch::Detail::stringify(before));
     CHECK(before.empty());  // even before any recovery, nothing partial is visible
     check_recovery(ws, reference, "after " + syscall + " #" + std::to_string(n));
   }
-  if (total == 0)
-    WARN("kernelhubd makes no " << syscall << " call in a cold fetch: nothing to inject");
-  CHECK((total == 0 || crashed > 0));
 }
 
 }  // namespace
@@ -166,24 +129,39 @@ TEST_CASE("kill -9 of the daemon mid-download leaves no partial object and the n
   check_recovery(ws, reference, "after kill -9 mid-download");
 }
 
+// The calls a publish makes, measured on x86_64 (strace -f, one cold fetch of
+// kernels-community/relu through kernelhubd): write 180, fsync 20, rename 11, mkdir 10,
+// symlink 4 (also openat, fchmod and unlink, next to these). glibc uses the legacy calls
+// there, so pwrite64 (the cache never writes at an offset), renameat2, symlinkat, mkdirat and
+// linkat never occur and are not listed. Architectures without rename/symlink/mkdir (the
+// generic syscall table: aarch64, riscv64) get the *at calls instead; they are not measured
+// here, and the count REQUIRE turns a wrong name into a failure, never a pass.
+#if defined(__x86_64__)
+constexpr const char* kRenameCall = "rename";
+constexpr const char* kSymlinkCall = "symlink";
+constexpr const char* kMkdirCall = "mkdir";
+#elif defined(__aarch64__)
+constexpr const char* kRenameCall = "renameat";
+constexpr const char* kSymlinkCall = "symlinkat";
+constexpr const char* kMkdirCall = "mkdirat";
+#else
+constexpr const char* kRenameCall = "renameat2";
+constexpr const char* kSymlinkCall = "symlinkat";
+constexpr const char* kMkdirCall = "mkdirat";
+#endif
+
 TEST_CASE("crash injected at each write of a publish", "[daemon][crash][strace]") {
   crash_at_each("write");
-}
-TEST_CASE("crash injected at each pwrite64 of a publish", "[daemon][crash][strace]") {
-  crash_at_each("pwrite64");
 }
 TEST_CASE("crash injected at each fsync of a publish", "[daemon][crash][strace]") {
   crash_at_each("fsync");
 }
 TEST_CASE("crash injected at each rename of a publish", "[daemon][crash][strace]") {
-  crash_at_each("rename");
-}
-TEST_CASE("crash injected at each renameat2 of a publish", "[daemon][crash][strace]") {
-  crash_at_each("renameat2");
+  crash_at_each(kRenameCall);
 }
 TEST_CASE("crash injected at each symlink of a publish", "[daemon][crash][strace]") {
-  crash_at_each("symlink");
+  crash_at_each(kSymlinkCall);
 }
-TEST_CASE("crash injected at each symlinkat of a publish", "[daemon][crash][strace]") {
-  crash_at_each("symlinkat");
+TEST_CASE("crash injected at each mkdir of a publish", "[daemon][crash][strace]") {
+  crash_at_each(kMkdirCall);
 }
