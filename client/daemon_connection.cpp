@@ -4,11 +4,11 @@
 #include <type_traits>
 
 #include "cache/handout.hpp"
+#include "kernelhub_version.hpp"  // kClientName
 
 namespace kernelhub::client {
 namespace {
 
-constexpr const char* kClientName = "kernelhub/0.1.0";
 // A daemon answers hello at once; anything slower is not a kernelhubd.
 constexpr std::chrono::seconds kHandshakeTimeout{10};
 
@@ -93,7 +93,7 @@ Result<void> DaemonConnection::send_hello() {
   proto::Hello hello;
   hello.capabilities = {std::string(proto::kCapabilityFds),
                         std::string(proto::kCapabilityProgress)};
-  hello.client = kClientName;
+  hello.client = std::string(kClientName);
   KH_TRY(proto::send_frame(fd_.get(), proto::to_json(hello)));
   hello_pending_ = true;
   return ok();

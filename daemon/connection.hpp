@@ -9,10 +9,10 @@
 
 #include "daemon/counters.hpp"
 #include "daemon/fetch_service.hpp"
+#include "kernelhub_version.hpp"  // kDaemonName
 
 namespace kernelhub::daemon {
 
-inline constexpr std::string_view kDaemonName = "kernelhubd/0.1.0";
 // A client must say hello within this long; afterwards it may idle as long as it likes.
 inline constexpr std::chrono::seconds kHelloTimeout{10};
 

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon/daemon.hpp"
+#include "kernelhub_version.hpp"
 
 int main(int argc, char** argv) {
   using kernelhub::daemon::Daemon;
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{
       "kernelhubd: fetches, verifies and hands out compute kernels for every user of this host"};
+  app.set_version_flag("--version", "kernelhubd " + std::string(kernelhub::kVersion));
   std::string policy;
   long ttl = options.resolve_ttl.count();
   app.add_option("--socket", options.socket_path,

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "client/cli/commands.hpp"
+#include "kernelhub_version.hpp"
 
 namespace kernelhub::cli {
 std::vector<Registrar>& command_registry() {
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"kernelhub: fetch, verify and cache compute kernels from the Hugging Face Hub"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "kernelhub " + std::string(kernelhub::kVersion));
 
   kernelhub::cli::Action action;
   for (const auto registrar : kernelhub::cli::command_registry()) registrar(app, action);
