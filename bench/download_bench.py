@@ -161,7 +161,9 @@ def clean_env(endpoint: str, cache: Path) -> dict:
            if k not in ("HF_TOKEN", "HF_HUB_OFFLINE", "LOCAL_KERNELS", "DIFFUSERS_DISABLE_REMOTE_CODE",
                         "KERNELHUB_SOCKET", "HF_HUB_DISABLE_TELEMETRY")}
     env.update({"HF_ENDPOINT": endpoint, "HF_HOME": str(cache / "hf-home"), "HF_HUB_CACHE": str(cache),
-                "KERNELS_CACHE": str(cache), "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
+                "KERNELS_CACHE": str(cache), "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+                # kernelhub selects for the torch of this python, as `kernels` in it does.
+                "KERNELHUB_PYTHON": sys.executable})
     return env
 
 
