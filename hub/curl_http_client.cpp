@@ -3,6 +3,7 @@
 // capped waits (TLS verification failures are never retried).
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <thread>
 
 #include "hub/curl_handles.hpp"
@@ -56,8 +57,8 @@ Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request,
   curl_easy_setopt(easy.get(), CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(easy.get(), CURLOPT_HEADERFUNCTION, &on_header);
   curl_easy_setopt(easy.get(), CURLOPT_HEADERDATA, &sink);
-  char error_text[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(easy.get(), CURLOPT_ERRORBUFFER, error_text);
+  std::array<char, CURL_ERROR_SIZE> error_text{};
+  curl_easy_setopt(easy.get(), CURLOPT_ERRORBUFFER, error_text.data());
   TransferWatch watch;
   watch.stall = timeout;
   watch.stall_variable = "HF_HUB_ETAG_TIMEOUT";
@@ -76,7 +77,7 @@ Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request,
   }
   if (code != CURLE_OK) {
     // The deadline covers every try, and a certificate problem is permanent.
-    Error error = transfer_error(code, watch, request.url, error_text);
+    Error error = transfer_error(code, watch, request.url, error_text.data());
     retryable = watch.tripped != TransferWatch::Trip::deadline &&
                 !is_tls_verification_error(code) &&
                 (error.code == ErrorCode::timeout || error.code == ErrorCode::network);
