@@ -22,7 +22,9 @@ struct TomlBounds {
 inline constexpr TomlBounds kKernelStatusToml{64u << 10, 1024};
 inline constexpr TomlBounds kPolicyToml{256u << 10, 4096};
 
-// too_large above max_bytes, `code` for too many dots; the message is a short reason.
+// too_large above max_bytes; `code` for too many dots, or for a character in U+00A1..U+0499,
+// U+2CEE..U+30E7 (but U+3000) or U+FB06..U+FEFE anywhere (toml++ 3.3 reaches undefined
+// behaviour on them; TOML we read is ASCII in practice). The message is a short reason.
 Result<void> check_toml_shape(std::string_view text, const TomlBounds& bounds, ErrorCode code);
 
 }  // namespace kernelhub::trust

@@ -53,3 +53,18 @@ TEST_CASE("the policy TOML is bounded in size and dotted-key nesting before toml
   CHECK(check_toml_shape("a.b = 1.5\n", TomlBounds{100, 2}, ErrorCode::policy));
   CHECK_FALSE(check_toml_shape("a.b.c = 1.5\n", TomlBounds{100, 2}, ErrorCode::policy));
 }
+
+// Found by fuzz/policy_fuzz.cpp and fuzz/kernel_status_fuzz.cpp: toml++ 3.3 reaches
+// __builtin_unreachable on these (U+FEBF in a key, U+FE7F, U+031E/U+045E in a dotted key).
+TEST_CASE("TOML with code points toml++ mishandles is refused before toml++ sees it") {
+  for (const char* text : {"d\xef\xba\xbf\"v\"\n", "\xef\xb9\xbf", "kind.a\xcc\x9e\xd1\x9e = 1\n",
+                           "# caf\xc3\xa9\n", "k = \"\xe3\x81\x82\"\n"}) {
+    auto policy = parse_policy(text);
+    REQUIRE_FALSE(policy);
+    CHECK(policy.error().code == ErrorCode::policy);
+    CHECK(policy.error().message.find("the TOML parser cannot handle them") != std::string::npos);
+  }
+  // Outside those ranges: U+00A0, U+3000, U+FEFF (BOM), U+4E2D pass the check.
+  CHECK(check_toml_shape("# \xc2\xa0 \xe3\x80\x80 \xef\xbb\xbf \xe4\xb8\xad\n", kPolicyToml,
+                         ErrorCode::policy));
+}
