@@ -12,7 +12,7 @@
 #include "loader/elf_symbols.hpp"
 #include "loader/load_order.hpp"
 #include "loader/python_shim.hpp"
-#include "loader/variant_metadata.hpp"
+#include "loader/metadata_file.hpp"
 #include "loader/verify.hpp"
 #include "trust/metadata.hpp"
 
@@ -147,16 +147,11 @@ std::vector<std::shared_ptr<const LoadedKernel>> loaded_kernels() {
   return reg.kernels;
 }
 
-Result<KernelMetadata> read_metadata(const KernelSource& source) {
+Result<trust::KernelMetadata> read_metadata(const KernelSource& source) {
   const auto file = std::find_if(source.files.begin(), source.files.end(),
                                  [](const KernelFile& f) { return f.path == "metadata.json"; });
-  if (file == source.files.end()) return KernelMetadata{};  // builds before 2026-04 had none
-  auto text = detail::read_small_fd(file->fd.get(), trust::kMaxMetadataBytes,
-                                    source.repo + ": metadata.json");
-  KH_TRY(text);
-  auto parsed = detail::parse_variant_metadata(*text);
-  KH_TRY(parsed);
-  return std::move(parsed->fields);
+  if (file == source.files.end()) return trust::KernelMetadata{};  // none before 2026-04
+  return detail::read_metadata_fd(file->fd.get(), source.repo + ": metadata.json");
 }
 
 }  // namespace kernelhub::loader

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trust/metadata.hpp"
 #include "trust/result.hpp"
 #include "trust/unique_fd.hpp"
 
@@ -78,13 +79,8 @@ std::vector<std::shared_ptr<const LoadedKernel>> loaded_kernels();
 Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::string_view repo,
                                        const Runtime& runtime);
 
-// `metadata.json` of a source, parsed leniently (every field optional), for callers that
-// need `version` (local library pins) or `id`.
-struct KernelMetadata {
-  std::optional<std::string> id;
-  std::optional<std::string> name;
-  std::optional<std::string> version;  // integer versions as text, or a package version "2.7.4"
-};
-Result<KernelMetadata> read_metadata(const KernelSource& source);
+// `metadata.json` of a source (trust::parse_kernel_metadata, every field optional), for
+// callers that need `version` (local library pins) or `id`; empty when there is none.
+Result<trust::KernelMetadata> read_metadata(const KernelSource& source);
 
 }  // namespace kernelhub::loader

@@ -11,7 +11,7 @@
 
 #include "hub/variant.hpp"
 #include "loader/kernel_loader.hpp"
-#include "loader/variant_metadata.hpp"
+#include "loader/metadata_file.hpp"
 #include "trust/digest.hpp"
 #include "trust/metadata.hpp"
 #include "trust/open_beneath.hpp"
@@ -168,11 +168,13 @@ Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::st
     auto fd = open_beneath(variant_fd.get(), path);
     KH_TRY(fd);
     if (path == "metadata.json") {
-      auto text = detail::read_small_fd(fd->get(), trust::kMaxMetadataBytes, "metadata.json");
-      KH_TRY(text);
-      auto metadata = detail::parse_variant_metadata(*text);
+      auto metadata = detail::read_metadata_fd(fd->get(), "metadata.json");
       KH_TRY(metadata);
-      expected = std::move(metadata->sha256_hex);
+      if (metadata->has_digest()) {
+        auto digests = trust::digest_sha256_hex(*metadata);
+        KH_TRY(digests);
+        expected = std::move(*digests);
+      }
     }
     source.files.push_back(KernelFile{path, {}, std::move(*fd)});
   }

@@ -15,6 +15,31 @@ Unexpected malformed(std::string_view why) {
   return fail(ErrorCode::malformed_response, "metadata.json: " + std::string(why));
 }
 
+constexpr std::size_t kMaxVersionText = 64;
+
+// A descriptive field: a string, or absent (any other type is ignored, as older generations
+// and local library builds wrote them differently).
+std::optional<std::string> lenient_string(const json& doc, const char* key) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+Result<std::optional<std::string>> version_text(const json& doc) {
+  const auto it = doc.find("version");
+  if (it == doc.end()) return std::optional<std::string>{};
+  if (it->is_number_integer()) {
+    const auto v = it->get<std::int64_t>();
+    if (v < 0 || v > 1'000'000) return malformed("'version' is out of range");
+    return std::optional<std::string>{std::to_string(v)};
+  }
+  if (it->is_number_unsigned()) return malformed("'version' is out of range");
+  if (!it->is_string()) return std::optional<std::string>{};
+  if (it->get_ref<const std::string&>().size() > kMaxVersionText)
+    return malformed("'version' is longer than 64 characters");
+  return std::optional<std::string>{it->get<std::string>()};
+}
+
 Result<std::optional<std::string>> optional_string(const json& doc, const char* key) {
   const auto it = doc.find(key);
   if (it == doc.end() || it->is_null()) return std::optional<std::string>{};
@@ -64,15 +89,10 @@ Result<KernelMetadata> parse_kernel_metadata(std::string_view text) {
   auto id = optional_string(doc, "id");
   KH_TRY(id);
   out.id = std::move(*id);
-  auto name = optional_string(doc, "name");
-  KH_TRY(name);
-  out.name = std::move(*name);
-  if (const auto it = doc.find("version"); it != doc.end() && !it->is_null()) {
-    if (!it->is_number_integer()) return malformed("'version' must be an integer");
-    const auto v = it->get<std::int64_t>();
-    if (v < 0 || v > 1'000'000) return malformed("'version' is out of range");
-    out.version = static_cast<int>(v);
-  }
+  out.name = lenient_string(doc, "name");
+  auto version = version_text(doc);
+  KH_TRY(version);
+  out.version = std::move(*version);
   if (const auto it = doc.find("digest"); it != doc.end() && !it->is_null()) {
     KH_TRY(parse_digest(*it, out));
   }
@@ -93,34 +113,45 @@ bool excluded_from_digest(std::string_view relpath) {
   }
 }
 
-Result<void> verify_variant_digests(const KernelMetadata& metadata,
-                                    const std::map<std::string, std::string>& actual) {
-  if (!metadata.has_digest()) return ok();  // builds before 2026-06 carry no digest
+Result<std::map<std::string, std::string>> digest_sha256_hex(const KernelMetadata& metadata) {
+  std::map<std::string, std::string> out;
+  if (!metadata.has_digest()) return out;  // builds before 2026-06 carry no digest
   if (*metadata.digest_algorithm != "sha256") {
     return fail(ErrorCode::hash_mismatch, "metadata.json digest algorithm '" +
                                               sanitize_for_message(*metadata.digest_algorithm) +
                                               "' is not supported (only sha256)");
   }
-  for (const auto& [path, expected_b64] : metadata.file_digests) {
+  for (const auto& [path, b64] : metadata.file_digests) {
+    auto hex = base64_to_hex(b64);
+    if (!hex || hex->size() != 64) {
+      return fail(
+          ErrorCode::malformed_response,
+          "metadata.json digest of '" + sanitize_for_message(path) + "' is not a base64 sha256");
+    }
+    out.emplace(path, std::move(*hex));
+  }
+  return out;
+}
+
+Result<void> verify_variant_digests(const KernelMetadata& metadata,
+                                    const std::map<std::string, std::string>& actual) {
+  auto expected = digest_sha256_hex(metadata);
+  KH_TRY(expected);
+  if (!metadata.has_digest()) return ok();
+  for (const auto& [path, expected_hex] : *expected) {
     const auto it = actual.find(path);
     if (it == actual.end()) {
       return fail(ErrorCode::entry_not_found,
                   "'" + sanitize_for_message(path) + "' is listed in metadata.json but missing");
     }
-    auto expected_hex = base64_to_hex(expected_b64);
-    if (!expected_hex || expected_hex->size() != 64) {
-      return fail(
-          ErrorCode::malformed_response,
-          "metadata.json digest of '" + sanitize_for_message(path) + "' is not a base64 sha256");
-    }
-    if (*expected_hex != it->second) {
+    if (expected_hex != it->second) {
       return fail(ErrorCode::hash_mismatch, "'" + sanitize_for_message(path) + "' has sha256 " +
                                                 it->second + ", metadata.json says " +
-                                                *expected_hex);
+                                                expected_hex);
     }
   }
   for (const auto& [path, digest] : actual) {
-    if (excluded_from_digest(path) || metadata.file_digests.contains(path)) continue;
+    if (excluded_from_digest(path) || expected->contains(path)) continue;
     return fail(ErrorCode::hash_mismatch,
                 "'" + sanitize_for_message(path) + "' is not listed in metadata.json");
   }

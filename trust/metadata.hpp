@@ -1,5 +1,6 @@
-// kernel-builder's metadata.json: every field is optional and unknown fields are allowed
-// (older builds carry only python-depends). Per-file digests arrived in 2026-06.
+// kernel-builder's metadata.json, the one parser for the fetcher and the loader: every field
+// is optional and unknown fields are allowed (older builds carry only python-depends).
+// Per-file digests arrived in 2026-06.
 #pragma once
 
 #include <cstddef>
@@ -15,16 +16,26 @@ namespace kernelhub::trust {
 inline constexpr std::size_t kMaxMetadataBytes = 1024 * 1024;
 
 struct KernelMetadata {
-  std::optional<std::string> id, name;
-  std::optional<int> version;
+  std::optional<std::string> id;    // the ops namespace: must be a string when present
+  std::optional<std::string> name;  // descriptive: a value of another type is ignored
+  // kernel-builder writes the major version as an integer (branch v<N>), kept here as its
+  // text; local library builds may carry a package version such as "2.7.4". A value of
+  // another type is ignored, a negative or huge integer is malformed.
+  std::optional<std::string> version;
   std::optional<std::string> digest_algorithm;
   std::map<std::string, std::string> file_digests;  // variant-relative path -> base64 sha256
   bool has_digest() const { return digest_algorithm.has_value(); }
 };
 
-// too_large above 1 MiB, malformed_response for bad JSON or wrongly typed known fields,
-// unsafe_path for a hostile path in digest.files.
+// too_large above 1 MiB (or too many values), malformed_response for bad or too deep JSON, a
+// non-string id, an out-of-range integer version or a malformed digest, unsafe_path for a
+// hostile path in digest.files.
 Result<KernelMetadata> parse_kernel_metadata(std::string_view json);
+
+// The digest as variant-relative path -> lowercase hex sha256, for callers that compare
+// files themselves (the loader). hash_mismatch for an algorithm other than sha256,
+// malformed_response for a value that is not a base64 sha256. Empty without a digest.
+Result<std::map<std::string, std::string>> digest_sha256_hex(const KernelMetadata& metadata);
 
 // Files the digest does not cover: top-level metadata.json / metadata.json.sigstore, any
 // __pycache__ component, *.pyc.

@@ -38,7 +38,7 @@ TEST_CASE("metadata.json fields are parsed and unknown fields ignored", "[trust]
   REQUIRE(md);
   CHECK(md->name == "relu");
   CHECK(md->id == "_relu_cpu_30dc0ae");
-  CHECK(md->version == 1);
+  CHECK(md->version == "1");
   CHECK(md->digest_algorithm == "sha256");
   CHECK(md->file_digests.size() == 2);
   CHECK(md->file_digests.at("__init__.py") == b64_sha256("init"));
@@ -59,7 +59,9 @@ TEST_CASE("malformed or oversized metadata.json is refused", "[trust][metadata]"
   const std::vector<std::pair<std::string, ErrorCode>> cases{
       {"not json", ErrorCode::malformed_response},
       {"[1,2]", ErrorCode::malformed_response},
-      {R"({"version":"1"})", ErrorCode::malformed_response},
+      {R"({"version":-1})", ErrorCode::malformed_response},
+      {R"({"version":18446744073709551615})", ErrorCode::malformed_response},
+      {R"({"version":")" + std::string(65, '1') + "\"}", ErrorCode::malformed_response},
       {R"({"id":5})", ErrorCode::malformed_response},
       {R"({"digest":{"files":{}}})", ErrorCode::malformed_response},
       {R"({"digest":{"algorithm":"sha256","files":{"a":1}}})", ErrorCode::malformed_response},
@@ -73,6 +75,49 @@ TEST_CASE("malformed or oversized metadata.json is refused", "[trust][metadata]"
     REQUIRE_FALSE(md);
     CHECK(md.error().code == code);
   }
+}
+
+TEST_CASE("descriptive fields are lenient: package versions kept, wrong types ignored",
+          "[trust][metadata]") {
+  // Local library builds carry a package version; older generations typed fields differently.
+  auto md = parse_kernel_metadata(
+      R"({"id": "_lib_cpu_abc1234", "name": 7, "version": "2.7.4", "unknown": {"x": 1}})");
+  REQUIRE(md);
+  CHECK(md->id == "_lib_cpu_abc1234");
+  CHECK_FALSE(md->name);
+  CHECK(md->version == "2.7.4");
+  auto odd = parse_kernel_metadata(R"({"version": true, "name": null})");
+  REQUIRE(odd);
+  CHECK_FALSE(odd->version);
+  CHECK_FALSE(odd->name);
+}
+
+TEST_CASE("the digest as hex: sha256 only, every value a base64 sha256", "[trust][metadata]") {
+  auto md = parse_kernel_metadata(metadata_json());
+  REQUIRE(md);
+  auto hex = digest_sha256_hex(*md);
+  REQUIRE(hex);
+  CHECK(hex->size() == 2);
+  CHECK(hex->at("__init__.py") == sha256_hex("init"));
+
+  auto none = parse_kernel_metadata(R"({"name": "relu"})");
+  REQUIRE(none);
+  auto empty = digest_sha256_hex(*none);
+  REQUIRE(empty);
+  CHECK(empty->empty());
+
+  auto sha512 = parse_kernel_metadata(R"({"digest":{"algorithm":"sha512","files":{}}})");
+  REQUIRE(sha512);
+  auto refused = digest_sha256_hex(*sha512);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == ErrorCode::hash_mismatch);
+
+  auto short_b64 =
+      parse_kernel_metadata(R"({"digest":{"algorithm":"sha256","files":{"a":"AAAA"}}})");
+  REQUIRE(short_b64);
+  auto bad = digest_sha256_hex(*short_b64);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().code == ErrorCode::malformed_response);
 }
 
 TEST_CASE("matching files verify, exclusions are not required to be listed", "[trust][metadata]") {
