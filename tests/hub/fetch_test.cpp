@@ -51,9 +51,11 @@ TEST_CASE("fetch publishes the selected variant into an HF-compatible cache, fil
     const std::string etag = content.size() > 1024 * 1024 ? trust::sha256_hex(content)
                                                           : trust::git_blob_sha1_hex(content);
     CHECK(target.filename() == etag);
-    const auto file = std::find_if(
-        result->files.begin(), result->files.end(),
-        [&](const hub::FetchedFile& f) { return f.path == "build/" + kCpuVariant + "/" + rel; });
+    // rel by init-capture: clang 14 cannot capture a structured binding.
+    const auto file = std::find_if(result->files.begin(), result->files.end(),
+                                   [&, &rel = rel](const hub::FetchedFile& f) {
+                                     return f.path == "build/" + kCpuVariant + "/" + rel;
+                                   });
     REQUIRE(file != result->files.end());
     CHECK(file->sha256 == trust::sha256_hex(content));
     CHECK(file->size == content.size());
