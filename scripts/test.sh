@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # THE test command: installs what is missing, builds everything, runs a bounded fuzz pass
-# of the protocol decoder, then every test (Catch2 suites, shell integration tests and the
-# Python conformance tests) through ctest. Extra arguments go to ctest,
-# e.g. scripts/test.sh -R conformance.
+# of the protocol decoder, the non-torch suites under ASan+UBSan and the concurrency suites
+# under TSan (scripts/sanitize.sh), clang-tidy over the changed files (scripts/tidy.sh), then
+# every test (Catch2 suites, shell integration tests and the Python conformance tests)
+# through ctest. Extra arguments go to ctest, e.g. scripts/test.sh -R conformance.
+# KERNELHUB_SANITIZE_RUNS: asan, tsan or all (default); empty skips the sanitizer runs.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,5 +13,12 @@ BUILD="${KERNELHUB_BUILD_DIR:-${ROOT}/build}"
 "${ROOT}/scripts/build.sh"
 # Fuzz first, so that ctest's summary is the last thing printed.
 "${ROOT}/scripts/fuzz.sh" "${KERNELHUB_FUZZ_SECONDS:-20}"
+# Before ctest too; a report or a finding stops the run here (ctest never prints success).
+if [[ -n "${KERNELHUB_SANITIZE_RUNS-all}" ]]; then
+  "${ROOT}/scripts/sanitize.sh" "${KERNELHUB_SANITIZE_RUNS-all}"
+else
+  printf 'test: sanitizer runs skipped (KERNELHUB_SANITIZE_RUNS is empty)\n'
+fi
+"${ROOT}/scripts/tidy.sh"
 printf 'test: running ctest\n'
 exec ctest --test-dir "${BUILD}" --output-on-failure -j2 "$@"
