@@ -106,6 +106,13 @@ Result<TorchInfo> detect_torch(const trust::Environment& env, const PlatformOver
   }
   const auto python = find_python(env);
   if (python) {
+    // A virtualenv's python (<venv>/bin/python, as given: not resolved): its own torch is
+    // read without starting it; only when that fails is the interpreter asked.
+    const auto venv = python->parent_path().parent_path();
+    std::error_code ec;
+    if (fs::is_regular_file(venv / "pyvenv.cfg", ec)) {
+      if (const auto file = find_torch_version_file(venv)) return read_torch_version_file(*file);
+    }
     auto file = probe_torch_version_file(*python, env);
     KH_TRY(file);
     if (*file) return read_torch_version_file(**file);

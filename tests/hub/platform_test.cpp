@@ -223,3 +223,26 @@ TEST_CASE("a python that hangs is killed at the bound with a typed timeout", "[p
   CHECK(r.error().code == ErrorCode::timeout);
   CHECK(took < std::chrono::seconds(3));
 }
+
+TEST_CASE("a virtualenv's python is read, not run", "[platform]") {
+  const FakeVenv venv("__version__ = '2.14.0+cpu'\ncuda = None\n");
+  const fs::path python = fs::path(venv.path()) / "bin" / "python";
+  fs::create_directories(python.parent_path());
+  // Running it would fail: only reading <venv>/lib/python3*/site-packages can succeed.
+  std::ofstream(python) << "#!/bin/sh\nexit 3\n";
+  fs::permissions(python, fs::perms::owner_all);
+  const auto run = kernelhub::hub::probe_torch_version_file(python, Environment{});
+  REQUIRE_FALSE(run);  // proves the interpreter itself is of no use
+
+  SECTION("without pyvenv.cfg it is not a virtualenv: the interpreter is asked, and fails") {
+    const auto p = detect_platform(process_env_with({{"KERNELHUB_PYTHON", python.string()}}), {});
+    REQUIRE_FALSE(p);
+  }
+  SECTION("with pyvenv.cfg its site-packages answer") {
+    std::ofstream(fs::path(venv.path()) / "pyvenv.cfg") << "home = /usr/bin\n";
+    const auto p = detect_platform(process_env_with({{"KERNELHUB_PYTHON", python.string()}}), {});
+    INFO((p ? "" : p.error().message));
+    REQUIRE(p);
+    CHECK(p->torch_minor == 14);
+  }
+}
