@@ -209,6 +209,25 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
   return dirty.sync();
 }
 
+std::optional<FileLock> KernelCache::try_lock_instance() const {
+  const auto try_flock = [](const fs::path& path, int create) {
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | create, 0644));
+    if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) fd.reset();
+    return fd;
+  };
+  if (!make_dirs(root_ / ".locks")) return std::nullopt;
+  UniqueFd lock = try_flock(root_ / ".locks" / "kernelhubd.lock", O_CREAT);
+  if (!lock) return std::nullopt;
+  const fs::path legacy = root_ / ".kernelhubd.lock";
+  if (::access(legacy.c_str(), F_OK) == 0) {
+    // Held: an older kernelhubd serves this cache. Free: a leftover, removed while we hold it.
+    const UniqueFd old = try_flock(legacy, 0);
+    if (!old) return std::nullopt;
+    ::unlink(legacy.c_str());
+  }
+  return FileLock(lock.release());
+}
+
 Result<FileLock> KernelCache::lock(const trust::RepoId& repo, std::string_view name) const {
   KH_TRY(trust::validate_repo_path(name));
   if (name.find('/') != std::string_view::npos) {

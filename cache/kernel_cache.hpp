@@ -98,6 +98,12 @@ class KernelCache {
 
   Result<FileLock> lock(const trust::RepoId& repo, std::string_view name) const;
 
+  // The lock one kernelhubd holds on this cache for its lifetime: .locks/kernelhubd.lock
+  // (huggingface_hub's cache scan skips .locks/). nullopt when another process holds it, or
+  // holds the root `.kernelhubd.lock` that earlier builds used; a free one of those is
+  // removed, so that the cache scans clean.
+  std::optional<FileLock> try_lock_instance() const;
+
   Result<std::vector<CachedRepo>> list() const;
 
   // Removes *.incomplete temps older than `age` in every blobs/ folder; returns the count.

@@ -163,9 +163,8 @@ Result<void> Daemon::run() {
   }
   // One daemon per cache: the holder of this lock may sweep every temp at start-up.
   cache::KernelCache cache(o.cache_dir);
-  UniqueFd instance_lock(
-      ::open((o.cache_dir / ".kernelhubd.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  const bool sole = instance_lock && ::flock(instance_lock.get(), LOCK_EX | LOCK_NB) == 0;
+  const auto instance_lock = cache.try_lock_instance();
+  const bool sole = instance_lock.has_value();
   if (!sole)
     spdlog::warn("another kernelhubd uses {}; only old partial downloads are swept",
                  o.cache_dir.string());
