@@ -132,13 +132,47 @@ Result<std::set<std::uint32_t>> id_set(const toml::node& node, const std::string
   return out;
 }
 
+// The [daemon] limit keys with their accepted ranges; nullptr when `key` is not one.
+std::optional<std::uint64_t>* limit_slot(DaemonLimitSettings& limits, std::string_view key,
+                                         std::uint64_t& max) {
+  const struct {
+    std::string_view key;
+    std::optional<std::uint64_t> DaemonLimitSettings::*slot;
+    std::uint64_t max;
+  } keys[] = {{"max_connections", &DaemonLimitSettings::max_connections, 65536},
+              {"max_connections_per_uid", &DaemonLimitSettings::max_connections_per_uid, 65536},
+              {"idle_timeout_s", &DaemonLimitSettings::idle_timeout_s, 86400},
+              {"frame_timeout_s", &DaemonLimitSettings::frame_timeout_s, 3600},
+              {"max_downloads", &DaemonLimitSettings::max_downloads, 1024}};
+  for (const auto& k : keys) {
+    if (k.key == key) {
+      max = k.max;
+      return &(limits.*k.slot);
+    }
+  }
+  return nullptr;
+}
+
 Result<void> parse_daemon_table(const toml::table& table, const std::string& source,
                                 AdminPolicy& policy) {
   for (const auto& [name, value] : table) {
     const std::string_view k = name.str();
+    std::uint64_t max = 0;
+    if (auto* slot = limit_slot(policy.limits, k, max)) {
+      const auto number = value.value<std::int64_t>();
+      if (!value.is_integer() || !number || *number < 1 ||
+          static_cast<std::uint64_t>(*number) > max) {
+        return fail(ErrorCode::policy, source + ": [daemon] " + std::string(k) +
+                                           " must be an integer from 1 to " + std::to_string(max));
+      }
+      *slot = static_cast<std::uint64_t>(*number);
+      continue;
+    }
     if (k != "allow_users" && k != "allow_groups") {
-      return fail(ErrorCode::policy, source + ": unknown key '" + std::string(k) +
-                                         "' in [daemon] (allowed: allow_users, allow_groups)");
+      return fail(ErrorCode::policy,
+                  source + ": unknown key '" + std::string(k) +
+                      "' in [daemon] (allowed: allow_users, allow_groups, max_connections, "
+                      "max_connections_per_uid, idle_timeout_s, frame_timeout_s, max_downloads)");
     }
     const bool user = k == "allow_users";
     auto ids = id_set(value, source, k, user);

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -29,6 +30,16 @@ struct TrustEnvironment {
 
 // What the administrator allows. Org names compare exactly (case-sensitive): refusing a
 // differently cased spelling is the safe failure.
+// [daemon] bounds on kernelhubd's connections and downloads (README "kernelhubd"). An
+// absent key keeps kernelhubd's flag or built-in default.
+struct DaemonLimitSettings {
+  std::optional<std::uint64_t> max_connections;          // clients served at once, in all
+  std::optional<std::uint64_t> max_connections_per_uid;  // per uid (uid 0 exempt)
+  std::optional<std::uint64_t> idle_timeout_s;   // no request for this long: connection closed
+  std::optional<std::uint64_t> frame_timeout_s;  // hello and each request frame must arrive whole
+  std::optional<std::uint64_t> max_downloads;    // flights running at once; more wait their turn
+};
+
 struct AdminPolicy {
   std::set<std::string> trusted_publishers{"kernels-community"};
   std::set<std::string> opt_in_publishers;
@@ -38,6 +49,7 @@ struct AdminPolicy {
   // loaded. Both absent: everyone may connect.
   std::optional<std::set<uid_t>> allow_users;
   std::optional<std::set<gid_t>> allow_groups;
+  DaemonLimitSettings limits;
 };
 
 struct TrustDecision {
@@ -62,6 +74,11 @@ bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<con
 //   [daemon]
 //   allow_users = ["alice", 1000]    # user names or numeric uids
 //   allow_groups = ["kernelusers"]   # group names or numeric gids
+//   max_connections = 256            # limits: positive integers, see DaemonLimitSettings
+//   max_connections_per_uid = 32
+//   idle_timeout_s = 120
+//   frame_timeout_s = 10
+//   max_downloads = 8
 // An unknown user or group name fails: a typo must not silently lock people out.
 // Unknown keys/tables or wrong types fail with ErrorCode::policy.
 Result<AdminPolicy> load_policy_file(const std::filesystem::path& path);

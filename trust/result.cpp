@@ -68,6 +68,8 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "permission_denied";
     case ErrorCode::shutting_down:
       return "shutting_down";
+    case ErrorCode::busy:
+      return "busy";
     case ErrorCode::unsafe_kernel:
       return "unsafe_kernel";
     case ErrorCode::missing_dependency:

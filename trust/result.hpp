@@ -45,6 +45,7 @@ enum class ErrorCode {
   invalid_request,       // known `type`, members missing or of the wrong type
   permission_denied,     // peer uid/gid not allowed by the admin policy
   shutting_down,         // daemon is stopping and takes no new work
+  busy,                  // a kernelhubd limit is reached (connections); the message names it
   // loader/: verify-then-dlopen of kernel shared objects.
   unsafe_kernel,         // writable by others, not a regular file, Python data symbols
   missing_dependency,    // a DT_NEEDED library that cannot be resolved

@@ -67,3 +67,35 @@ TEST_CASE("bad [daemon] tables fail with ErrorCode::policy and say why", "[trust
     CHECK(policy.error().message.find(needle) != std::string::npos);
   }
 }
+
+TEST_CASE("[daemon] limit keys are read, range-checked, and absent ones stay unset",
+          "[trust][peer][limits]") {
+  auto none = parse_policy("[daemon]\nallow_users = [0]\n");
+  REQUIRE(none);
+  CHECK_FALSE(none->limits.max_connections);
+  CHECK_FALSE(none->limits.max_connections_per_uid);
+  CHECK_FALSE(none->limits.idle_timeout_s);
+  CHECK_FALSE(none->limits.frame_timeout_s);
+  CHECK_FALSE(none->limits.max_downloads);
+
+  auto all = parse_policy(
+      "[daemon]\nmax_connections = 512\nmax_connections_per_uid = 16\nidle_timeout_s = 30\n"
+      "frame_timeout_s = 5\nmax_downloads = 2\n");
+  REQUIRE(all);
+  CHECK(all->limits.max_connections == 512u);
+  CHECK(all->limits.max_connections_per_uid == 16u);
+  CHECK(all->limits.idle_timeout_s == 30u);
+  CHECK(all->limits.frame_timeout_s == 5u);
+  CHECK(all->limits.max_downloads == 2u);
+
+  for (const std::string text :
+       {"[daemon]\nmax_connections = 0\n", "[daemon]\nmax_connections_per_uid = -3\n",
+        "[daemon]\nidle_timeout_s = 86401\n", "[daemon]\nframe_timeout_s = \"10\"\n",
+        "[daemon]\nmax_downloads = 1.5\n", "[daemon]\nmax_downloads = 1025\n"}) {
+    INFO(text);
+    auto bad = parse_policy(text);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().code == ErrorCode::policy);
+    CHECK(bad.error().message.find("must be an integer from 1 to") != std::string::npos);
+  }
+}
