@@ -1,10 +1,14 @@
 #include "daemon/connection.hpp"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <type_traits>
 
 #include "cache/cache_json.hpp"
@@ -125,10 +129,24 @@ class Session {
   bool progress_;
 };
 
+// The next frame within the frame bound; a timeout says which bound and where it is set.
+Result<std::optional<proto::ReceivedFrame>> read_frame(proto::FrameReader& reader,
+                                                       const ConnectionContext& ctx,
+                                                       std::string_view what) {
+  const auto frame_ms = ctx.bounds.frame_ms.load();
+  auto frame = reader.read(std::chrono::milliseconds(frame_ms));
+  if (!frame && frame.error().code == ErrorCode::timeout) {
+    return fail(ErrorCode::timeout, std::string(what) + " did not arrive whole within " +
+                                        std::to_string(frame_ms / 1000) +
+                                        " s: closing ([daemon] frame_timeout_s)");
+  }
+  return frame;
+}
+
 // The handshake; nullopt when the connection is to be closed.
 std::optional<proto::Negotiated> handshake(int fd, proto::FrameReader& reader,
                                            ConnectionContext& ctx) {
-  auto frame = reader.read(std::chrono::milliseconds(kHelloTimeout));
+  auto frame = read_frame(reader, ctx, "hello");
   if (!frame) {
     send_error(fd, ctx.counters, frame.error());
     return std::nullopt;
@@ -153,6 +171,23 @@ std::optional<proto::Negotiated> handshake(int fd, proto::FrameReader& reader,
   return std::move(*negotiated);
 }
 
+// Waits until the client sends something (or closes): true, or false after `idle_ms`.
+// FrameReader never reads past the frame it assembles, so nothing of the next request can be
+// sitting in its buffer while we poll the socket.
+Result<bool> wait_for_request(int fd, std::int64_t idle_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(idle_ms);
+  for (;;) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+            .count();
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::clamp<std::int64_t>(left, 0, INT32_MAX)));
+    if (n > 0) return true;  // data, end of stream, or an error the next read reports
+    if (n == 0) return false;
+    if (errno != EINTR) return fail(ErrorCode::io, std::string("poll: ") + std::strerror(errno));
+  }
+}
+
 }  // namespace
 
 void send_error(int socket_fd, AtomicCounters& counters, const Error& error,
@@ -161,18 +196,13 @@ void send_error(int socket_fd, AtomicCounters& counters, const Error& error,
   (void)proto::send_frame(socket_fd, proto::to_json(proto::to_error_reply(error, id)));
 }
 
-void serve_connection(int fd, ConnectionContext& ctx) {
-  auto peer = peer_credentials(fd);
-  if (!peer) {
-    spdlog::warn("dropping a connection: {}", peer.error().message);
-    return;
-  }
-  if (!trust::peer_allowed(*ctx.service.policy(), peer->uid, peer->gid, peer->groups)) {
-    spdlog::info("refused uid {} gid {} (pid {}): not allowed by the policy", peer->uid, peer->gid,
-                 peer->pid);
+void serve_connection(int fd, const PeerCredentials& peer, ConnectionContext& ctx) {
+  if (!trust::peer_allowed(*ctx.service.policy(), peer.uid, peer.gid, peer.groups)) {
+    spdlog::info("refused uid {} gid {} (pid {}): not allowed by the policy", peer.uid, peer.gid,
+                 peer.pid);
     send_error(fd, ctx.counters,
                {ErrorCode::permission_denied,
-                "uid " + std::to_string(peer->uid) +
+                "uid " + std::to_string(peer.uid) +
                     " may not use kernelhubd (ask the admin: [daemon] allow_users)"});
     return;
   }
@@ -182,7 +212,22 @@ void serve_connection(int fd, ConnectionContext& ctx) {
   Session session(fd, ctx, has(negotiated->capabilities, proto::kCapabilityFds),
                   has(negotiated->capabilities, proto::kCapabilityProgress));
   for (;;) {
-    auto frame = reader.read();
+    const auto idle_ms = ctx.bounds.idle_ms.load();
+    auto ready = wait_for_request(fd, idle_ms);
+    if (!ready) return;
+    if (!*ready) {
+      // Not an error: a long-lived client simply reconnects on its next request.
+      spdlog::debug("closing a connection of uid {} idle for {} ms", peer.uid, idle_ms);
+      (void)proto::send_frame(
+          fd, proto::to_json(proto::to_error_reply(
+                  {ErrorCode::timeout, "no request for " + std::to_string(idle_ms / 1000) +
+                                           " s: kernelhubd closed this idle connection (clients "
+                                           "reconnect; [daemon] idle_timeout_s)"},
+                  std::nullopt)));
+      return;
+    }
+    // The first byte is in (or the end of stream): the rest of the frame has frame_ms.
+    auto frame = read_frame(reader, ctx, "a request");
     if (!frame) {  // broken framing: the stream is out of sync, say why and hang up
       send_error(fd, ctx.counters, frame.error());
       return;

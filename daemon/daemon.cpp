@@ -17,6 +17,7 @@
 #include <list>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "cache/kernel_cache.hpp"
 #include "daemon/connection.hpp"
@@ -32,9 +33,13 @@ namespace {
 struct Connection {
   std::mutex mutex;  // fd is closed by its thread, shut down by the stopping loop
   UniqueFd fd;
+  PeerCredentials peer;
   std::thread thread;
   std::atomic<bool> done{false};
 };
+
+// Refusals can come in floods (one user opening hundreds of sockets): say so at most this often.
+constexpr auto kRefusalLogInterval = std::chrono::seconds(10);
 
 std::string status_line(const DaemonCounters& c) {
   return "STATUS=" + std::to_string(c.active_connections) + " clients, " +
@@ -43,6 +48,20 @@ std::string status_line(const DaemonCounters& c) {
 }
 
 }  // namespace
+
+DaemonLimits DaemonLimits::resolve(const DaemonLimits& defaults,
+                                   const trust::DaemonLimitSettings& policy,
+                                   const trust::DaemonLimitSettings& flags) {
+  DaemonLimits out = defaults;
+  for (const auto* s : {&policy, &flags}) {
+    if (s->max_connections) out.max_connections = *s->max_connections;
+    if (s->max_connections_per_uid) out.max_connections_per_uid = *s->max_connections_per_uid;
+    if (s->idle_timeout_s) out.idle_timeout = std::chrono::seconds(*s->idle_timeout_s);
+    if (s->frame_timeout_s) out.frame_timeout = std::chrono::seconds(*s->frame_timeout_s);
+    if (s->max_downloads) out.max_downloads = *s->max_downloads;
+  }
+  return out;
+}
 
 struct Daemon::Impl {
   DaemonOptions options;
@@ -54,6 +73,60 @@ struct Daemon::Impl {
   std::unique_ptr<FetchService> service;
   std::unique_ptr<ConnectionContext> context;
   std::list<std::unique_ptr<Connection>> connections;  // accept-loop thread only
+  ReadBounds bounds;                                   // connection threads read these
+  std::atomic<std::size_t> max_connections{0};
+  std::atomic<std::size_t> max_per_uid{0};
+  std::mutex uid_mutex;
+  std::unordered_map<uid_t, std::size_t> per_uid;  // open connections of each uid but 0
+  std::chrono::steady_clock::time_point last_refusal_log;
+
+  // The limits in force: flags over the policy's [daemon] keys over the defaults.
+  void apply_limits(const trust::AdminPolicy& policy) {
+    const auto l = DaemonLimits::resolve(options.limits, policy.limits, options.limit_flags);
+    max_connections.store(l.max_connections);
+    max_per_uid.store(l.max_connections_per_uid);
+    bounds.idle_ms.store(std::chrono::milliseconds(l.idle_timeout).count());
+    bounds.frame_ms.store(std::chrono::milliseconds(l.frame_timeout).count());
+    if (service) service->set_max_downloads(l.max_downloads);
+    if (l.max_connections_per_uid >= l.max_connections)
+      spdlog::warn(
+          "max_connections_per_uid ({}) is not below max_connections ({}): one user can "
+          "lock the others out",
+          l.max_connections_per_uid, l.max_connections);
+    spdlog::info("limits: {} connections, {} per uid, idle {} s, frame {} s, {} downloads at once",
+                 l.max_connections, l.max_connections_per_uid, l.idle_timeout.count(),
+                 l.frame_timeout.count(), l.max_downloads);
+  }
+
+  void refuse(int fd, const PeerCredentials& peer, const std::string& why) {
+    spdlog::debug("refused uid {} (pid {}): {}", peer.uid, peer.pid, why);
+    if (const auto now = std::chrono::steady_clock::now();
+        now - last_refusal_log >= kRefusalLogInterval) {
+      spdlog::warn("refusing connections: {}", why);
+      last_refusal_log = now;
+    }
+    send_error(fd, counters, {ErrorCode::busy, why});
+  }
+
+  // false: uid `uid` is at its cap. Root is exempt: containers without a user namespace all
+  // connect as uid 0, and root can stop the daemon anyway.
+  bool take_uid_slot(uid_t uid) {
+    if (uid == 0) return true;
+    std::lock_guard lock(uid_mutex);
+    auto& open = per_uid[uid];
+    if (open >= max_per_uid.load()) {
+      if (open == 0) per_uid.erase(uid);
+      return false;
+    }
+    ++open;
+    return true;
+  }
+  void release_uid_slot(uid_t uid) {
+    if (uid == 0) return;
+    std::lock_guard lock(uid_mutex);
+    if (const auto it = per_uid.find(uid); it != per_uid.end() && --it->second == 0)
+      per_uid.erase(it);
+  }
 
   void reap(bool all) {
     for (auto it = connections.begin(); it != connections.end();) {
@@ -73,23 +146,40 @@ struct Daemon::Impl {
                  {ErrorCode::shutting_down, "kernelhubd is stopping; retry shortly"});
       return;
     }
-    if (counters.active_connections.load() >= options.max_connections) {
-      send_error(fd.get(), counters,
-                 {ErrorCode::shutting_down, "kernelhubd is at its connection limit (" +
-                                                std::to_string(options.max_connections) +
-                                                "); retry shortly"});
+    // From the kernel, before a byte is read: the per-uid cap holds even before hello.
+    auto peer = peer_credentials(fd.get());
+    if (!peer) {
+      spdlog::warn("dropping a connection: {}", peer.error().message);
+      return;
+    }
+    if (const auto cap = max_connections.load(); counters.active_connections.load() >= cap) {
+      refuse(fd.get(), *peer,
+             "kernelhubd serves at most " + std::to_string(cap) +
+                 " connections at once, all users together; retry shortly, or ask the admin to "
+                 "raise [daemon] max_connections (kernelhubd --max-connections)");
+      return;
+    }
+    if (!take_uid_slot(peer->uid)) {
+      refuse(fd.get(), *peer,
+             "uid " + std::to_string(peer->uid) + " already has " +
+                 std::to_string(max_per_uid.load()) +
+                 " connections open to kernelhubd, its per-user limit; close idle clients, or "
+                 "ask the admin to raise [daemon] max_connections_per_uid (kernelhubd "
+                 "--max-connections-per-uid)");
       return;
     }
     counters.active_connections.fetch_add(1);
     auto conn = std::make_unique<Connection>();
     conn->fd = std::move(fd);
+    conn->peer = std::move(*peer);
     Connection* raw = conn.get();
     conn->thread = std::thread([this, raw] {
-      serve_connection(raw->fd.get(), *context);
+      serve_connection(raw->fd.get(), raw->peer, *context);
       {
         std::lock_guard lock(raw->mutex);
         raw->fd.reset();  // the client sees the close now, not when the thread is reaped
       }
+      release_uid_slot(raw->peer.uid);
       counters.active_connections.fetch_sub(1);
       raw->done.store(true);
     });
@@ -138,6 +228,7 @@ Result<void> Daemon::reload_policy() {
     return fail(policy.error());
   }
   std::lock_guard lock(impl_->service_mutex);
+  impl_->apply_limits(*policy);
   if (impl_->service) impl_->service->set_policy(std::move(*policy));
   spdlog::info("policy reloaded from {}", file->string());
   return ok();
@@ -177,10 +268,12 @@ Result<void> Daemon::run() {
     std::lock_guard lock(d.service_mutex);
     d.service = std::make_unique<FetchService>(o.cache_dir, std::move(*root_fd), o.env,
                                                o.resolve_ttl, d.counters);
+    d.apply_limits(policy);
     d.service->set_policy(std::move(policy));
   }
-  d.context = std::make_unique<ConnectionContext>(ConnectionContext{
-      *d.service, d.counters, o.cache_dir.string(), std::chrono::steady_clock::now(), d.stopping});
+  d.context = std::make_unique<ConnectionContext>(
+      ConnectionContext{*d.service, d.counters, o.cache_dir.string(),
+                        std::chrono::steady_clock::now(), d.stopping, d.bounds});
 
   bool activated = false;
   auto listener = open_listener(o.socket_path, o.use_socket_activation, activated);
@@ -238,6 +331,7 @@ Result<void> Daemon::run() {
     if (conn->fd) ::shutdown(conn->fd.get(), SHUT_RD);
   }
   const auto deadline = std::chrono::steady_clock::now() + o.shutdown_grace;
+  d.service->stop_queued();  // downloads still waiting for a slot never start
   const bool downloads_done = d.service->wait_downloads(deadline);
   bool connections_done = false;
   while (!(connections_done = std::all_of(d.connections.begin(), d.connections.end(),

@@ -12,15 +12,31 @@
 
 #include "proto/messages.hpp"
 #include "trust/environment.hpp"
+#include "trust/policy.hpp"
 #include "trust/result.hpp"
 
 namespace kernelhub::daemon {
+
+// Bounds that keep one local user from locking the others out (README "kernelhubd").
+struct DaemonLimits {
+  std::size_t max_connections = 256;         // all clients together
+  std::size_t max_connections_per_uid = 32;  // one uid; uid 0 is exempt
+  std::chrono::seconds idle_timeout{120};    // waiting for the next request
+  std::chrono::seconds frame_timeout{10};    // hello; a request once its first byte is in
+  std::size_t max_downloads = 8;             // flights running at once; more queue in order
+
+  // `defaults`, overridden by the policy's [daemon] keys, overridden by `flags`.
+  static DaemonLimits resolve(const DaemonLimits& defaults,
+                              const trust::DaemonLimitSettings& policy,
+                              const trust::DaemonLimitSettings& flags);
+};
 
 struct DaemonOptions {
   std::filesystem::path socket_path = "/run/kernelhub/kernelhub.sock";
   std::filesystem::path cache_dir = "/var/cache/kernelhub";
   std::optional<std::filesystem::path> policy_file;
-  std::size_t max_connections = 256;
+  DaemonLimits limits;                      // built-in defaults
+  trust::DaemonLimitSettings limit_flags;   // given on the command line: win over the policy
   std::chrono::seconds resolve_ttl{60};     // version/revision -> commit memo lifetime
   std::chrono::seconds shutdown_grace{10};  // SIGTERM: in-flight work gets this long
   bool use_socket_activation = true;        // take fd 3 when sd_listen_fds(0) == 1

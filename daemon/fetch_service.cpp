@@ -222,20 +222,30 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
   auto flight = std::make_shared<Flight>();
   flights_.emplace(key, flight);
   ++running_;
+  const std::uint64_t ticket = next_ticket_++;
   // The download runs on its own thread: a waiter that goes away cancels nothing.
-  flight_threads_.emplace_back(flight, std::thread([this, flight, key, resolve_key, spec,
-                                                    request = std::move(request), offline] {
-                                 run_flight(flight, request, offline);
-                                 // Later requests with this key find the warm memo, or start a new
-                                 // flight.
-                                 if (*flight->result)
-                                   remember(resolve_key, spec, flight->result->value());
-                                 std::lock_guard done(flights_mutex_);
-                                 flights_.erase(key);
-                                 flight->finished = true;
-                                 --running_;
-                                 flights_cv_.notify_all();
-                               }));
+  flight_threads_.emplace_back(
+      flight, std::thread([this, flight, key, resolve_key, spec, ticket,
+                           request = std::move(request), offline] {
+        const bool turn = wait_turn(ticket);
+        if (turn) {
+          run_flight(flight, request, offline);
+        } else {
+          std::lock_guard lock(flight->mutex);
+          flight->result.emplace(
+              fail(ErrorCode::shutting_down, "kernelhubd is stopping; retry shortly"));
+          flight->cv.notify_all();
+        }
+        // Later requests with this key find the warm memo, or start a new
+        // flight.
+        if (*flight->result) remember(resolve_key, spec, flight->result->value());
+        std::lock_guard done(flights_mutex_);
+        flights_.erase(key);
+        flight->finished = true;
+        --running_;
+        if (turn) --downloading_;
+        flights_cv_.notify_all();
+      }));
   return flight;
 }
 
@@ -314,6 +324,33 @@ Result<cache::GcReport> FetchService::gc() {
   auto report = cache::collect_garbage(cache::KernelCache(root_));
   forget_all();
   return report;
+}
+
+bool FetchService::wait_turn(std::uint64_t ticket) {
+  std::unique_lock lock(flights_mutex_);
+  if (downloading_ >= max_downloads_ || ticket != next_turn_)
+    spdlog::info("download #{} waits for a turn ({} of {} running)", ticket, downloading_,
+                 max_downloads_);
+  flights_cv_.wait(lock, [&] {
+    return stop_queued_ || (ticket == next_turn_ && downloading_ < max_downloads_);
+  });
+  if (stop_queued_) return false;
+  ++next_turn_;
+  ++downloading_;
+  flights_cv_.notify_all();  // the next ticket may fit too
+  return true;
+}
+
+void FetchService::set_max_downloads(std::size_t n) {
+  std::lock_guard lock(flights_mutex_);
+  max_downloads_ = n == 0 ? 1 : n;
+  flights_cv_.notify_all();
+}
+
+void FetchService::stop_queued() {
+  std::lock_guard lock(flights_mutex_);
+  stop_queued_ = true;
+  flights_cv_.notify_all();
 }
 
 bool FetchService::wait_downloads(std::chrono::steady_clock::time_point deadline) {

@@ -58,6 +58,12 @@ class FetchService {
   // Waits for running downloads until `deadline`; true when none is left.
   bool wait_downloads(std::chrono::steady_clock::time_point deadline);
 
+  // At most `n` flights download at once; later ones wait their turn in arrival order, and
+  // a request for a kernel already in flight (running or waiting) joins it.
+  void set_max_downloads(std::size_t n);
+  // Stopping: flights still waiting for a turn end with shutting_down instead of starting.
+  void stop_queued();
+
   struct Flight;
 
  private:
@@ -69,6 +75,8 @@ class FetchService {
   void forget_all();
   std::shared_ptr<Flight> join_or_start(const std::string& resolve_key, const std::string& spec,
                                         hub::FetchRequest request, bool offline);
+  // Blocks until flight `ticket` may download; false when stop_queued() came first.
+  bool wait_turn(std::uint64_t ticket);
   void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline);
   Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
                            bool from_cache) const;
@@ -97,7 +105,12 @@ class FetchService {
   std::condition_variable flights_cv_;
   std::map<std::string, std::shared_ptr<Flight>> flights_;
   std::list<std::pair<std::shared_ptr<Flight>, std::thread>> flight_threads_;
-  std::size_t running_ = 0;
+  std::size_t running_ = 0;      // flights with a thread: downloading or waiting their turn
+  std::size_t downloading_ = 0;  // flights past the max_downloads gate
+  std::size_t max_downloads_ = 8;
+  std::uint64_t next_turn_ = 0;     // ticket of the next flight to be let through
+  std::uint64_t next_ticket_ = 0;   // handed to each new flight in arrival order
+  bool stop_queued_ = false;
 };
 
 }  // namespace kernelhub::daemon

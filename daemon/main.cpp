@@ -24,8 +24,30 @@ int main(int argc, char** argv) {
                  "Unix socket to listen on (unless systemd passes one)");
   app.add_option("--cache-dir", options.cache_dir, "the daemon's own kernel cache");
   app.add_option("--policy", policy, "admin policy file (TOML; reloaded on SIGHUP)");
-  app.add_option("--max-connections", options.max_connections, "clients served at once")
+  // Limits: a flag given here wins over the policy's [daemon] key; neither: the default.
+  auto& limits = options.limit_flags;
+  const auto& d = options.limits;
+  app.add_option("--max-connections", limits.max_connections,
+                 "clients served at once, all users together (default " +
+                     std::to_string(d.max_connections) + ")")
       ->check(CLI::Range(1, 65536));
+  app.add_option("--max-connections-per-uid", limits.max_connections_per_uid,
+                 "connections one uid may hold at once; root is exempt (default " +
+                     std::to_string(d.max_connections_per_uid) + ")")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--idle-timeout", limits.idle_timeout_s,
+                 "seconds a connection may wait between requests before it is closed (default " +
+                     std::to_string(d.idle_timeout.count()) + ")")
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--frame-timeout", limits.frame_timeout_s,
+                 "seconds for hello, and for a request once its first byte is in, to arrive "
+                 "whole (default " +
+                     std::to_string(d.frame_timeout.count()) + ")")
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--max-downloads", limits.max_downloads,
+                 "downloads running at once; more wait their turn (default " +
+                     std::to_string(d.max_downloads) + ")")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--resolve-ttl", ttl, "seconds a version/revision -> commit answer is reused")
       ->check(CLI::Range(0, 86400));
   CLI11_PARSE(app, argc, argv);
