@@ -1,5 +1,7 @@
 #include "client/daemon_connection.hpp"
 
+#include <poll.h>
+
 #include <chrono>
 #include <type_traits>
 
@@ -84,9 +86,18 @@ Result<std::optional<DaemonConnection>> DaemonConnection::connect(
                 "cannot connect to kernelhubd on " + socket.string() + ": " + fd.error().message);
   }
   DaemonConnection connection(socket, std::move(*fd));
-  KH_TRY(connection.send_hello());
-  if (!pipelined) KH_TRY(connection.read_hello_reply());
+  KH_TRY(connection.handshake(pipelined));
   return std::optional<DaemonConnection>(std::move(connection));
+}
+
+Result<void> DaemonConnection::handshake(bool pipelined) {
+  if (auto sent = send_hello(); !sent) {
+    // A daemon that refuses us (busy, not allowed) may have closed before our hello went
+    // out: its error frame says why, better than the broken pipe.
+    KH_TRY(read_hello_reply());
+    return sent;
+  }
+  return pipelined ? ok() : read_hello_reply();
 }
 
 Result<void> DaemonConnection::send_hello() {
@@ -121,8 +132,44 @@ Result<void> DaemonConnection::read_hello_reply() {
   return ok();
 }
 
+bool DaemonConnection::closed_by_daemon() const {
+  pollfd p{fd_.get(), POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
+Result<void> DaemonConnection::reconnect() {
+  auto fd = proto::connect_unix(socket_);
+  if (!fd)
+    return fail(fd.error().code, "cannot reconnect to kernelhubd on " + socket_.string() + ": " +
+                                     fd.error().message);
+  fd_ = std::move(*fd);
+  reader_ = proto::FrameReader(fd_.get());
+  used_ = false;
+  return handshake(/*pipelined=*/false);
+}
+
 Result<DaemonConnection::Reply> DaemonConnection::exchange(nlohmann::json request,
                                                            const hub::ProgressCallback& progress) {
+  // A long-lived client (an app holding libkernelhub) may have idled past the daemon's
+  // idle_timeout_s: the daemon said so and closed. Start over on a new connection.
+  if (used_ && !hello_pending_ && closed_by_daemon()) KH_TRY(reconnect());
+  bool answered = false;
+  const bool reused = used_;
+  auto reply = exchange_once(request, progress, answered);
+  // The daemon closed just as we sent: nothing of ours was read, so sending it again on a
+  // new connection is safe (every request is idempotent). Only once, only on a reused one.
+  if (!reply && reused && !answered &&
+      (reply.error().code == ErrorCode::network || reply.error().code == ErrorCode::timeout)) {
+    KH_TRY(reconnect());
+    reply = exchange_once(std::move(request), progress, answered);
+  }
+  if (reply) used_ = true;
+  return reply;
+}
+
+Result<DaemonConnection::Reply> DaemonConnection::exchange_once(
+    nlohmann::json request, const hub::ProgressCallback& progress, bool& answered) {
+  answered = false;
   const proto::RequestId id = next_id_++;
   request["id"] = id;
   auto sent = proto::send_frame(fd_.get(), request);
@@ -142,8 +189,10 @@ Result<DaemonConnection::Reply> DaemonConnection::exchange(nlohmann::json reques
     // request.
     if (const auto* error = std::get_if<proto::ErrorReply>(&*message);
         error && (!error->id || *error->id == id)) {
+      answered = error->id.has_value();  // an id-less error is about the connection
       return fail(proto::to_error(*error));
     }
+    answered = true;
     if (id_of(*message) != id) {
       return fail(protocol_failure(
           socket_, "unexpected '" + std::string(proto::type_name(*message)) + "' frame"));

@@ -1,6 +1,7 @@
 // Daemon mode: one connection to kernelhubd, handshake done, requests sent one at a time
 // (docs/protocol.md). Replies are matched to requests by id; `error` replies become typed
-// Errors; received descriptors are checked before they are handed on.
+// Errors; received descriptors are checked before they are handed on. A connection the
+// daemon closed between requests (its idle timeout, a restart) is replaced transparently.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,8 @@ class DaemonConnection {
 
  private:
   DaemonConnection(std::filesystem::path socket, UniqueFd fd);
+  // hello, and unless `pipelined` its answer.
+  Result<void> handshake(bool pipelined);
   Result<void> send_hello();
   Result<void> read_hello_reply();
   struct Reply {
@@ -45,12 +48,20 @@ class DaemonConnection {
   // Sends `request` under the next id and reads until its final frame: an `error` becomes a
   // typed Error, progress frames go to `progress`, anything else is returned with its fds.
   Result<Reply> exchange(nlohmann::json request, const hub::ProgressCallback& progress);
+  // One attempt; `answered`: a frame of this request arrived (then it is never resent).
+  Result<Reply> exchange_once(nlohmann::json request, const hub::ProgressCallback& progress,
+                              bool& answered);
+  // Anything readable between requests means the daemon closed (it never speaks unasked).
+  bool closed_by_daemon() const;
+  // A fresh connection and handshake on the same socket.
+  Result<void> reconnect();
 
   std::filesystem::path socket_;
   UniqueFd fd_;
   proto::FrameReader reader_;
   proto::RequestId next_id_ = 1;
   bool hello_pending_ = false;  // hello sent, its reply not read yet (pipelined handshake)
+  bool used_ = false;           // a request was answered on this connection
 };
 
 }  // namespace kernelhub::client
