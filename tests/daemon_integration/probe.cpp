@@ -4,9 +4,19 @@
 //                                         and hash the bytes read from each handed-out fd
 //   claim-root SOCKET REPO VERSION VARIANT  raw protocol: hello and fetch that claim uid 0
 //   tamper DIR                            try to modify everything under DIR; report errnos
+//   hold-idle SOCKET N WAIT_S             open N connections, hello on each, print what the
+//                                         daemon answered (one line), then wait up to WAIT_S for
+//                                         it to close them and print when (a second line)
+//   idle-client SOCKET IDLE_MS REPO VERSION VARIANT  one Client: status, idle IDLE_MS, status,
+//                                         fetch (the library must reconnect on its own)
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <cerrno>
 #include <cstdio>
@@ -175,6 +185,133 @@ int tamper(const fs::path& dir) {
   return 0;
 }
 
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+int hold_idle(const std::string& socket, int count, int wait_s) {
+  rlimit limit{};  // one fd per connection: lift the soft limit to the hard one
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  struct Conn {
+    kernelhub::UniqueFd fd;
+    std::unique_ptr<kernelhub::proto::FrameReader> reader;
+    Clock::time_point since;  // when the daemon answered hello
+    bool open = false;        // answered hello; not closed yet
+    bool closed = false;
+    double closed_after_ms = 0;
+    json last_frame;
+  };
+  std::vector<Conn> conns;
+  int connected = 0, accepted = 0, refused = 0, other = 0;
+  json refusal;
+  const json hello{{"type", "hello"}, {"protocol", 1}, {"capabilities", {"fds"}}};
+  for (int i = 0; i < count; ++i) {
+    auto fd = kernelhub::proto::connect_unix(socket);
+    if (!fd) continue;
+    ++connected;
+    Conn c;
+    c.fd = std::move(*fd);
+    c.reader = std::make_unique<kernelhub::proto::FrameReader>(c.fd.get());
+    (void)kernelhub::proto::send_frame(c.fd.get(), hello);
+    auto frame = c.reader->read(std::chrono::seconds(10));
+    const json message = frame && *frame ? (*frame)->message : json(nullptr);
+    if (message.is_object() && message.value("type", "") == "hello") {
+      ++accepted;
+      c.open = true;
+      c.since = Clock::now();
+    } else if (message.is_object() && message.value("type", "") == "error") {
+      ++refused;
+      refusal = message;
+    } else {
+      ++other;
+    }
+    conns.push_back(std::move(c));
+  }
+  std::cout << json{{"phase", "open"},    {"connected", connected}, {"accepted", accepted},
+                    {"refused", refused}, {"other", other},         {"refusal", refusal}}
+            << std::endl;
+
+  // Wait for the daemon to close the accepted ones; each read is a frame or the end.
+  const auto deadline = Clock::now() + std::chrono::seconds(wait_s);
+  int open = accepted;
+  while (open > 0 && Clock::now() < deadline) {
+    std::vector<pollfd> polls;
+    std::vector<Conn*> owners;
+    for (auto& c : conns) {
+      if (!c.open) continue;
+      polls.push_back({c.fd.get(), POLLIN, 0});
+      owners.push_back(&c);
+    }
+    if (::poll(polls.data(), polls.size(), 100) <= 0) continue;
+    for (std::size_t i = 0; i < polls.size(); ++i) {
+      if (polls[i].revents == 0) continue;
+      Conn& c = *owners[i];
+      auto frame = c.reader->read(std::chrono::seconds(1));
+      if (frame && *frame) {
+        c.last_frame = (*frame)->message;
+        continue;  // the end of stream comes next
+      }
+      c.open = false;
+      c.closed = true;
+      c.closed_after_ms = ms_since(c.since);
+      --open;
+    }
+  }
+  int closed = 0, idle_errors = 0;
+  double min_ms = 1e12, max_ms = 0;
+  json sample;
+  for (const auto& c : conns) {
+    if (!c.closed) continue;
+    ++closed;
+    min_ms = std::min(min_ms, c.closed_after_ms);
+    max_ms = std::max(max_ms, c.closed_after_ms);
+    if (c.last_frame.is_object() && c.last_frame.value("code", "") == "timeout" &&
+        !c.last_frame.contains("id"))
+      ++idle_errors;
+    sample = c.last_frame;
+  }
+  std::cout << json{{"phase", "closed"},  {"closed", closed},
+                    {"still_open", open}, {"idle_errors", idle_errors},
+                    {"min_ms", min_ms},   {"max_ms", max_ms},
+                    {"sample", sample}}
+            << std::endl;
+  return 0;
+}
+
+int idle_client(const std::string& socket, int idle_ms, const std::string& repo, int version,
+                const std::string& variant) {
+  kernelhub::client::ClientOptions options;
+  options.socket = socket;
+  options.require_daemon = true;
+  auto client =
+      kernelhub::client::Client::open(kernelhub::trust::Environment::from_process(), options);
+  if (!client) return 2;
+  json out;
+  auto first = client->status();
+  out["first"] = first ? *first : json{{"error", first.error().message}};
+  std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+  auto second = client->status();
+  out["second"] = second ? *second : json{{"error", second.error().message}};
+  auto id = kernelhub::trust::RepoId::parse(repo);
+  if (!id) return 2;
+  kernelhub::hub::FetchRequest request;
+  request.repo = *id;
+  request.version = version;
+  request.variant = variant;
+  auto got = client->fetch(request);
+  out["fetch"] = got ? json{{"ok", true}, {"files", got->files.size()}}
+                     : json{{"ok", false},
+                            {"code", kernelhub::to_string(got.error().code)},
+                            {"message", got.error().message}};
+  std::cout << out << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,6 +322,11 @@ int main(int argc, char** argv) {
                            : claim_root(argv[2], argv[3], version, argv[5]);
   }
   if (mode == "tamper" && argc == 3) return tamper(argv[2]);
-  std::cerr << "usage: kh_daemon_probe fetch|claim-root SOCKET REPO VERSION VARIANT | tamper DIR\n";
+  if (mode == "hold-idle" && argc == 5)
+    return hold_idle(argv[2], std::stoi(argv[3]), std::stoi(argv[4]));
+  if (mode == "idle-client" && argc == 7)
+    return idle_client(argv[2], std::stoi(argv[3]), argv[4], std::stoi(argv[5]), argv[6]);
+  std::cerr << "usage: kh_daemon_probe fetch|claim-root SOCKET REPO VERSION VARIANT | tamper DIR"
+               " | hold-idle SOCKET N WAIT_S | idle-client SOCKET IDLE_MS REPO VERSION VARIANT\n";
   return 2;
 }
