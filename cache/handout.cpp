@@ -29,9 +29,9 @@ Result<UniqueFd> open_in_cache(int dir_fd, const std::string& relpath, int flags
   // Only classifies a failed open; the open itself never followed anything.
   if (fd.error().code == ErrorCode::io &&
       ::faccessat(dir_fd, relpath.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
-    return fail(ErrorCode::entry_not_found,
-                std::string(what) + " is missing from the cache (" + fd.error().message +
-                    "); fetch it again, or run `kernelhub verify`");
+    return fail(ErrorCode::entry_not_found, std::string(what) + " is missing from the cache (" +
+                                                fd.error().message +
+                                                "); fetch it again, or run `kernelhub verify`");
   }
   return fail(fd.error().code, std::string(what) + ": " + fd.error().message);
 }
@@ -76,8 +76,7 @@ Result<void> check_blob_fd(int fd, std::uint64_t size, std::string_view what) {
                     "`chmod go-w` it, or run `kernelhub gc` and fetch again)");
   }
   if (static_cast<std::uint64_t>(st.st_size) != size) {
-    return fail(ErrorCode::size_mismatch, std::string(what) + " has " +
-                                              std::to_string(st.st_size) +
+    return fail(ErrorCode::size_mismatch, std::string(what) + " has " + std::to_string(st.st_size) +
                                               " bytes, the manifest says " + std::to_string(size));
   }
   return ok();
@@ -129,9 +128,9 @@ Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& rep
     auto linked = link_target_name(found->second.get(), safe->substr(slash + 1), *safe);
     KH_TRY(linked);
     if (*linked != file.etag) {
-      return fail(ErrorCode::unsafe_path,
-                  "the snapshot link of " + *safe + " points at " +
-                      trust::sanitize_for_message(*linked) + ", the manifest says " + file.etag);
+      return fail(ErrorCode::unsafe_path, "the snapshot link of " + *safe + " points at " +
+                                              trust::sanitize_for_message(*linked) +
+                                              ", the manifest says " + file.etag);
     }
 
     // O_NONBLOCK: a FIFO planted as a blob must not block the open; cleared below.
