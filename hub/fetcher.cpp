@@ -13,7 +13,7 @@ namespace {
 
 constexpr auto kStaleTempAge = std::chrono::hours(1);
 constexpr int kMaxRedirectHops = 4;
-constexpr std::size_t kMaxStatusFile = 64 * 1024;
+constexpr std::size_t kMaxStatusFile = std::size_t{64} * 1024;
 
 std::optional<int> branch_version(std::string_view name) {
   if (name.size() < 2 || name.front() != 'v') return std::nullopt;
@@ -42,6 +42,7 @@ Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request, boo
   }
   std::sort(versions.begin(), versions.end());
   std::vector<std::string> names;
+  names.reserve(versions.size());
   for (int v : versions) names.push_back(std::to_string(v));
   return fail(ErrorCode::version_not_found,
               "version " + std::to_string(*request.version) + " of " + request.repo.str() +
@@ -98,7 +99,7 @@ Result<void> Fetcher::check_destination(const trust::RepoId& from, const trust::
                                  ", which is refused: " + decision.reason);
 }
 
-Result<FetchResult> Fetcher::fetch(const FetchRequest& request, ProgressCallback progress) {
+Result<FetchResult> Fetcher::fetch(const FetchRequest& request, const ProgressCallback& progress) {
   // The publisher decision comes before any request, cache hits and offline mode included.
   const auto decision = trust::decide_trust(policy_, request.repo.org, trust_env_);
   if (!decision.allowed) return fail(decision.code, decision.reason);

@@ -62,7 +62,7 @@ class Fetcher {
   Fetcher(const Fetcher&) = delete;  // api_ calls back into this object
   Fetcher& operator=(const Fetcher&) = delete;
 
-  Result<FetchResult> fetch(const FetchRequest& request, ProgressCallback progress = {});
+  Result<FetchResult> fetch(const FetchRequest& request, const ProgressCallback& progress = {});
 
  private:
   // `hops`: redirects followed so far (bounded, each trust-checked). retry_resolve=false: the

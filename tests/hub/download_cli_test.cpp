@@ -16,7 +16,7 @@ CommandResult download(const FetchFixture& fx, std::vector<std::string> args,
                        EnvOverrides env = {}) {
   std::vector<std::string> argv{std::string(KH_BIN_DIR) + "/kernelhub", "download"};
   argv.insert(argv.end(), args.begin(), args.end());
-  argv.push_back("--cache-dir");
+  argv.emplace_back("--cache-dir");
   argv.push_back(fx.cache_root.string());
   env.emplace("HF_ENDPOINT", fx.server->endpoint());
   env.emplace("KERNELHUB_RETRY_BASE_MS", "1");

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -148,7 +149,7 @@ TEST_CASE("API redirects: absolute same-origin ones are followed, another origin
   int other_calls = 0;
   other.server.Get(".*", [&](const httplib::Request&, httplib::Response& res) {
     ++other_calls;
-    res.set_content("{\"sha\":\"" + sha + "\"}", "application/json");
+    res.set_content(R"({"sha":")" + sha + R"("})", "application/json");
   });
   other.start();
   LocalHttpServer hub;
@@ -164,7 +165,7 @@ TEST_CASE("API redirects: absolute same-origin ones are followed, another origin
   hub.server.Get("/api/kernels/kernels-community/target/revision/main",
                  [&](const httplib::Request&, httplib::Response& res) {
                    ++hub_calls;
-                   res.set_content("{\"sha\":\"" + sha + "\"}", "application/json");
+                   res.set_content(R"({"sha":")" + sha + R"("})", "application/json");
                  });
   hub.server.Get("/api/kernels/kernels-community/elsewhere/revision/main",
                  [&](const httplib::Request&, httplib::Response& res) {
@@ -275,13 +276,13 @@ TEST_CASE("a Hub error on revision resolution serves a complete cached snapshot 
     bool by_version;
     ErrorCode code;
   };
-  const Case cases[] = {
+  const std::array<Case, 5> cases{{
       {503, 0, "/revision/", false, ErrorCode::http_status},
       {429, 600, "/revision/", false, ErrorCode::rate_limited},
       {401, 0, "/revision/", false, ErrorCode::unauthorized},
       {500, 0, "/refs", true, ErrorCode::http_status},
       {429, 600, "/refs", true, ErrorCode::rate_limited},
-  };
+  }};
   for (const auto& c : cases) {
     INFO("HTTP " << c.status << " on " << c.path);
     fx.server->reset_requests();

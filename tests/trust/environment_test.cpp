@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "trust/environment.hpp"
 
 using kernelhub::trust::Environment;
@@ -12,7 +14,7 @@ TEST_CASE("expand_path expands ~ then $VAR and ${VAR} like Python's expandvars(e
     const char* in;
     const char* want;
   };
-  const Row rows[] = {
+  const std::vector<Row> rows{
       {"~", "/home/u"},
       {"~/x", "/home/u/x"},
       {"~other/x", "~other/x"},  // only the caller's own ~ expands
