@@ -2,12 +2,13 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -72,8 +73,8 @@ std::optional<fs::path> find_python(const trust::Environment& env) {
 Result<std::optional<fs::path>> probe_torch_version_file(const fs::path& python,
                                                          const trust::Environment& env,
                                                          std::chrono::milliseconds timeout) {
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+  std::array<int, 2> pipe_fds{};
+  if (::pipe2(pipe_fds.data(), O_CLOEXEC) != 0)
     return fail(ErrorCode::io, std::string("pipe: ") + std::strerror(errno));
   UniqueFd read_end(pipe_fds[0]);
   UniqueFd write_end(pipe_fds[1]);
@@ -88,8 +89,10 @@ Result<std::optional<fs::path>> probe_torch_version_file(const fs::path& python,
                           const_cast<char*>(kScript), nullptr};
   // The child sees the client's environment (PYTHONPATH, PYENV_VERSION, ...), as a shell would.
   std::vector<std::string> vars;
-  for (const auto& [key, value] : env.vars()) vars.push_back(key + "=" + value);
+  vars.reserve(env.vars().size());
+  for (const auto& [key, value] : env.vars()) vars.emplace_back(key).append("=").append(value);
   std::vector<char*> envp;
+  envp.reserve(vars.size() + 1);
   for (auto& var : vars) envp.push_back(var.data());
   envp.push_back(nullptr);
   Child child;
@@ -117,11 +120,11 @@ Result<std::optional<fs::path>> probe_torch_version_file(const fs::path& python,
     const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) continue;
-    char buffer[512];
-    const ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
+    std::array<char, 512> buffer{};
+    const ssize_t n = ::read(read_end.get(), buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    out.append(buffer, static_cast<std::size_t>(n));
+    out.append(buffer.data(), static_cast<std::size_t>(n));
     if (out.size() > kMaxOutput) return fail(ErrorCode::too_large, program + " said too much");
   }
   int status = 0;

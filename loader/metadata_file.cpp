@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -18,9 +19,9 @@ Result<trust::KernelMetadata> read_metadata_fd(int fd, std::string_view what) {
 
 Result<std::string> read_small_fd(int fd, std::size_t limit, std::string_view what) {
   std::string text;
-  char buffer[1 << 14];
+  std::array<char, 1 << 14> buffer{};
   for (;;) {
-    const ssize_t n = ::pread(fd, buffer, sizeof buffer, static_cast<off_t>(text.size()));
+    const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(text.size()));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       return fail(ErrorCode::io, "cannot read " + std::string(what) + ": " + std::strerror(errno));
@@ -30,7 +31,7 @@ Result<std::string> read_small_fd(int fd, std::size_t limit, std::string_view wh
       return fail(ErrorCode::too_large,
                   std::string(what) + " is larger than " + std::to_string(limit) + " bytes");
     }
-    text.append(buffer, static_cast<std::size_t>(n));
+    text.append(buffer.data(), static_cast<std::size_t>(n));
   }
 }
 
