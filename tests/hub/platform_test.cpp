@@ -164,12 +164,12 @@ class FakeTorchPath {
   fs::path root_;
 };
 
-Environment process_env_with(Vars extra) {
+Environment process_env_with(const Vars& extra) {
   auto vars = Environment::from_process().vars();
   for (const char* name : {"VIRTUAL_ENV", "KERNELHUB_TORCH_VERSION", "KERNELHUB_BACKEND",
                            "KERNELHUB_PYTHON", "PYTHONPATH"})
     vars.erase(std::string(name));
-  for (auto& [k, v] : extra) vars[k] = v;
+  for (const auto& [k, v] : extra) vars[k] = v;
   return Environment(std::move(vars));
 }
 
