@@ -8,6 +8,7 @@
 
 #include "hub/curl_handles.hpp"
 #include "hub/http.hpp"
+#include "trust/json_bounds.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -35,23 +36,45 @@ std::optional<long long> to_int(std::string_view text) {
   return value;
 }
 
+constexpr std::size_t kMaxServerText = 300;  // bytes of each server-provided text
+
+// One line of at most `max` bytes: control characters become spaces, and a cut never
+// splits a UTF-8 sequence. The CLI prints errors as a single line.
+std::string one_line(std::string_view text, std::size_t max = kMaxServerText) {
+  text = trim(text);
+  const bool cut = text.size() > max;
+  if (cut) {
+    std::size_t n = max;
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+    text = text.substr(0, n);
+  }
+  std::string out;
+  out.reserve(text.size() + 3);
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    out.push_back(c < 0x20 || c == 0x7f ? ' ' : ch);
+  }
+  if (cut) out += "...";
+  return out;
+}
+
 // Server-provided explanation: X-Error-Message, then JSON {"error": ...}, then the raw
-// body if short and printable.
+// body if short. Any body is hostile: the parse is bounded in size, depth and values
+// (a 200,000-deep "error" once crashed the recursive dump()), and each text is cut short.
 std::string server_message(const HeaderMap& headers, std::string_view body) {
   std::string message;
-  if (auto it = headers.find("x-error-message"); it != headers.end()) message = it->second;
-  const auto json = nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
-  if (!json.is_discarded() && json.is_object() && json.contains("error")) {
-    const auto& err = json["error"];
-    std::string text = err.is_string() ? err.get<std::string>() : err.dump();
-    if (text != message) message = message.empty() ? text : message + " (" + text + ")";
+  if (auto it = headers.find("x-error-message"); it != headers.end())
+    message = one_line(it->second);
+  const auto json = trust::parse_bounded_json(body, trust::kErrorBodyJson);
+  if (json && json->is_object()) {
+    if (const auto err = json->find("error"); err != json->end()) {
+      const std::string text = one_line(
+          err->is_string() ? err->get_ref<const std::string&>()
+                           : err->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      if (text != message) message = message.empty() ? text : message + " (" + text + ")";
+    }
   }
-  if (message.empty() && json.is_discarded() && !body.empty() && body.size() <= 200) {
-    message = std::string(trim(body));
-  }
-  // One line only: the CLI prints errors as a single line.
-  std::replace(message.begin(), message.end(), '\n', ' ');
-  std::replace(message.begin(), message.end(), '\r', ' ');
+  if (message.empty() && !json && !body.empty() && body.size() <= 200) message = one_line(body);
   return message;
 }
 

@@ -4,6 +4,7 @@
 
 #include "hub/hub_api.hpp"
 #include "trust/digest.hpp"
+#include "trust/json_bounds.hpp"
 #include "trust/safe_path.hpp"
 
 namespace kernelhub::hub {
@@ -15,11 +16,17 @@ Unexpected malformed(std::string what) {
   return fail(ErrorCode::malformed_response, std::move(what));
 }
 
+// Size, depth and value-count bounds first (trust/json_bounds.hpp): a hostile page costs
+// bounded memory and no later walk of it can recurse deep.
 Result<json> parse(std::string_view body, std::string_view what) {
-  auto value = json::parse(body.begin(), body.end(), nullptr, false);
-  if (value.is_discarded())
-    return malformed("invalid JSON in the " + std::string(what) + " response");
-  return value;
+  auto value = trust::parse_bounded_json(body, trust::kHubApiJson);
+  if (!value) {
+    const auto& e = value.error();
+    if (e.code == ErrorCode::too_large)
+      return fail(e.code, "the " + std::string(what) + " response is " + e.message);
+    return malformed("invalid JSON in the " + std::string(what) + " response: " + e.message);
+  }
+  return std::move(*value);
 }
 
 std::optional<std::string> string_field(const json& object, const char* key) {

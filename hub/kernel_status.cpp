@@ -2,9 +2,16 @@
 
 #include <toml++/toml.h>
 
+#include "trust/toml_bounds.hpp"
+
 namespace kernelhub::hub {
 
 Result<std::optional<KernelRedirect>> parse_kernel_status(std::string_view toml_text) {
+  if (auto bounded = trust::check_toml_shape(toml_text, trust::kKernelStatusToml,
+                                             ErrorCode::malformed_response);
+      !bounded) {
+    return fail(bounded.error().code, "kernel-status.toml: " + bounded.error().message);
+  }
   toml::table table;
   try {
     table = toml::parse(toml_text);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "trust/json_bounds.hpp"
+
 namespace kernelhub::proto {
 namespace {
 
@@ -87,10 +89,18 @@ Result<std::optional<nlohmann::json>> FrameDecoder::next() {
     return std::optional<nlohmann::json>{};
 
   const char* begin = buffer_.data() + consumed_ + kFrameHeaderSize;
-  auto message = nlohmann::json::parse(begin, begin + *length, nullptr, /*allow_exceptions=*/false);
+  // Depth and value-count bounds as for every outside JSON (trust/json_bounds.hpp).
+  trust::JsonBounds bounds = trust::kFrameJson;
+  bounds.max_bytes = max_frame_;
+  auto parsed = trust::parse_bounded_json(std::string_view(begin, *length), bounds,
+                                          ErrorCode::malformed_frame);
   consumed_ += kFrameHeaderSize + *length;
-  if (message.is_discarded())
-    return refuse(ErrorCode::malformed_frame, "frame payload is not valid JSON");
+  if (!parsed) {
+    return refuse(ErrorCode::malformed_frame, parsed.error().message == "not valid JSON"
+                                                  ? "frame payload is not valid JSON"
+                                                  : "frame payload: " + parsed.error().message);
+  }
+  auto message = std::move(*parsed);
   if (auto checked = check_message(message); !checked)
     return refuse(checked.error().code, checked.error().message);
   return std::optional<nlohmann::json>{std::move(message)};

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "hub/server/server_context.hpp"
+#include "trust/json_bounds.hpp"
 
 namespace kernelhub::hub::server {
 namespace {
@@ -112,9 +113,11 @@ void paths_info(const ServerContext& ctx, const httplib::Request& req, httplib::
   if (!target) return;
   std::vector<std::string> paths;
   if (req.get_header_value("Content-Type").find("application/json") != std::string::npos) {
+    auto body = trust::parse_bounded_json(req.body, trust::kRequestBodyJson);
+    if (!body)
+      return send_error(res, 400, "BadRequest", "bad paths-info body: " + body.error().message);
     try {
-      const auto body = nlohmann::json::parse(req.body);
-      for (const auto& p : body.at("paths")) paths.push_back(p.get<std::string>());
+      for (const auto& p : body->at("paths")) paths.push_back(p.get<std::string>());
     } catch (const nlohmann::json::exception& e) {
       return send_error(res, 400, "BadRequest", std::string("bad paths-info body: ") + e.what());
     }

@@ -8,6 +8,7 @@
 
 #include "hub/server/fault_plan_json.hpp"
 #include "hub/server/server_context.hpp"
+#include "trust/json_bounds.hpp"
 
 namespace kernelhub::hub::server {
 namespace {
@@ -49,8 +50,10 @@ void register_test_routes(httplib::Server& server, ServerContext& ctx) {
                 send_json(res, nlohmann::json::object());
               });
   server.Post("/_kernelhub/faults", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    const auto body = nlohmann::json::parse(req.body, nullptr, false);
-    auto plan = fault_plan_from_json(body);
+    auto body = trust::parse_bounded_json(req.body, trust::kRequestBodyJson);
+    if (!body)
+      return send_error(res, 400, "BadRequest", "bad fault plan: " + body.error().message);
+    auto plan = fault_plan_from_json(*body);
     if (!plan) return send_error(res, 400, "BadRequest", plan.error().message);
     std::lock_guard lock(ctx.mutex);
     ctx.faults = *plan;
@@ -75,6 +78,8 @@ struct HubServer::Impl {
     if (bound) return fail(ErrorCode::internal, "server already started");
     server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
     server.set_keep_alive_max_count(10000);
+    // Request bodies (paths-info, fault plans) are small JSON or forms: refuse more (413).
+    server.set_payload_max_length(trust::kRequestBodyJson.max_bytes);
     if (!server.is_valid()) {
       return fail(ErrorCode::invalid_argument, "cannot use the TLS certificate " +
                                                    ctx.options.tls_cert.string() + " and key " +

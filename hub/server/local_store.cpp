@@ -13,6 +13,7 @@
 
 #include "hub/server/atomic_file.hpp"
 #include "trust/digest.hpp"
+#include "trust/json_bounds.hpp"
 
 namespace kernelhub::hub::server {
 namespace fs = std::filesystem;
@@ -57,8 +58,13 @@ Result<std::vector<RefEntry>> scan_refs(const fs::path& dir) {
 }
 
 Result<Commit> parse_commit(std::string_view text, std::string_view id) {
+  auto parsed = trust::parse_bounded_json(text, trust::kStoreJson, ErrorCode::io);
+  if (!parsed) {
+    return fail(ErrorCode::io,
+                "commit " + std::string(id) + " is corrupt: " + parsed.error().message);
+  }
   try {
-    const auto j = nlohmann::json::parse(text);
+    const auto& j = *parsed;
     Commit c;
     c.id = std::string(id);
     if (!j.at("parent").is_null()) c.parent = j.at("parent").get<std::string>();

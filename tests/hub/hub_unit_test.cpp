@@ -7,6 +7,7 @@
 #include "hub/downloader.hpp"
 #include "hub/http.hpp"
 #include "hub/hub_api.hpp"
+#include "hub/kernel_status.hpp"
 #include "tests/support/process.hpp"
 
 using namespace kernelhub;
@@ -65,6 +66,38 @@ TEST_CASE("map_http_error types errors by X-Error-Code, then by status") {
   CHECK(other.message.find("boom") != std::string::npos);
   CHECK(other.message.find("disk broken") != std::string::npos);
   CHECK(other.message.find('\n') == std::string::npos);
+}
+
+// Regression: a 404 whose "error" nests '[' 200,000 deep killed the CLI and kernelhubd with
+// SIGSEGV (the message was built with nlohmann's recursive dump()).
+TEST_CASE("map_http_error survives hostile error bodies and keeps its message short") {
+  const std::string deep =
+      "{\"error\":" + std::string(200'000, '[') + std::string(200'000, ']') + "}";
+  const auto nested = map_http_error(404, {}, deep, "u");
+  CHECK(nested.code == ErrorCode::http_status);
+  CHECK(nested.message.size() < 400);
+  CHECK(nested.message.find("HTTP 404") != std::string::npos);
+
+  // A non-string "error" within the bounds: compact JSON, one line, cut short.
+  std::string wide = "{\"error\":{\"a\":[";
+  for (int i = 0; i < 1000; ++i) wide += (i ? ",\"" : "\"") + std::to_string(i) + "\\n\"";
+  wide += "]}}";
+  const auto object = map_http_error(500, {}, wide, "u");
+  CHECK(object.message.find("{\"a\":[\"0\\n\"") != std::string::npos);
+  CHECK(object.message.find("...") != std::string::npos);
+  CHECK(object.message.size() < 500);
+  CHECK(object.message.find('\n') == std::string::npos);
+
+  // Huge strings, in the body and in X-Error-Message, are cut as well; control bytes go.
+  const auto huge = map_http_error(503, {{"x-error-message", std::string(100'000, 'm') + "\r\n"}},
+                                   "{\"error\":\"" + std::string(1'000'000, 'e') + "\"}", "u");
+  CHECK(huge.message.size() < 1000);
+  CHECK(huge.message.find('\r') == std::string::npos);
+
+  // A body over the error-body bound is not parsed at all; nothing is invented from it.
+  const auto big =
+      map_http_error(500, {}, "{\"error\":\"x\"," + std::string(70'000, ' ') + "}", "u");
+  CHECK(big.message.find(": x") == std::string::npos);
 }
 
 TEST_CASE("HubConfig reads endpoint, token, timeouts and offline mode from the environment") {
@@ -142,6 +175,40 @@ TEST_CASE("parse_tree_json validates paths, ids and folder containment") {
   CHECK(code(R"([{"type":"file","path":"build/v/x","oid":")" + oid + R"("}])") ==
         ErrorCode::malformed_response);
   CHECK(code(R"({"not":"an array"})") == ErrorCode::malformed_response);
+}
+
+TEST_CASE("tree, refs and revision bodies are bounded in depth and value count") {
+  const std::string deep = std::string(65, '[') + std::string(65, ']');
+  auto tree = parse_tree_json(deep, "");
+  REQUIRE_FALSE(tree);
+  CHECK(tree.error().code == ErrorCode::malformed_response);
+  CHECK(tree.error().message.find("nested deeper than 64") != std::string::npos);
+  // 64 levels are JSON we accept (and then refuse for its shape, not its depth).
+  CHECK(parse_tree_json(std::string(64, '[') + std::string(64, ']'), "")
+            .error()
+            .message.find("nested") == std::string::npos);
+  std::string many = "[";
+  for (int i = 0; i < 250'001; ++i) many += i ? ",0" : "0";
+  many += "]";
+  auto wide = parse_refs_json("{\"tags\":" + many + "}");
+  REQUIRE_FALSE(wide);
+  CHECK(wide.error().message.find("more than 250000 values") != std::string::npos);
+  auto revision = parse_revision_json(std::string(17u << 20, ' '));
+  REQUIRE_FALSE(revision);
+  CHECK(revision.error().code == ErrorCode::too_large);
+}
+
+TEST_CASE("kernel-status.toml with a deeply dotted key is refused before toml++ parses it") {
+  std::string dotted = "kind";
+  for (int i = 0; i < 30'000; ++i) dotted += ".a";  // 60 KiB: under the size cap
+  dotted += " = 1\n";
+  auto status = parse_kernel_status(dotted);
+  REQUIRE_FALSE(status);
+  CHECK(status.error().code == ErrorCode::malformed_response);
+  CHECK(status.error().message.find("dots") != std::string::npos);
+  auto big = parse_kernel_status(std::string(65u << 10, '\n'));
+  REQUIRE_FALSE(big);
+  CHECK(big.error().code == ErrorCode::too_large);
 }
 
 TEST_CASE("url_encode keeps slashes only when asked") {

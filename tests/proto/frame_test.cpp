@@ -115,6 +115,24 @@ TEST_CASE("malformed payloads are malformed_frame", "[proto][frame][malformed]")
   CHECK(empty.next().error().code == ErrorCode::malformed_frame);
 }
 
+TEST_CASE("payloads nested deeper than 64 levels are malformed_frame",
+          "[proto][frame][malformed]") {
+  const auto nested = [](int depth) {
+    return R"({"type":"status","x":)" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  };
+  FrameDecoder ok_decoder;
+  ok_decoder.feed(raw_frame(nested(63)));  // 63 arrays inside the object: 64 levels
+  auto ok = ok_decoder.next();
+  REQUIRE(ok);
+  CHECK(ok->has_value());
+  FrameDecoder deep_decoder;
+  deep_decoder.feed(raw_frame(nested(100'000)));
+  auto deep = deep_decoder.next();
+  REQUIRE_FALSE(deep);
+  CHECK(deep.error().code == ErrorCode::malformed_frame);
+  CHECK(deep.error().message == "frame payload: nested deeper than 64 levels");
+}
+
 TEST_CASE("bytes_needed stops at each frame boundary", "[proto][frame]") {
   const auto rec = record(recorded_exchange());
   FrameDecoder decoder;
