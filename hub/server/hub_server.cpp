@@ -18,13 +18,13 @@ constexpr std::size_t kWorkerThreads = 32;
 
 bool is_test_path(const std::string& path) { return path.rfind(kTestPrefix, 0) == 0; }
 
-void send_failure(httplib::Response& res, const FaultPlan& plan) {
 std::unique_ptr<httplib::Server> make_server(const ServerOptions& options) {
   if (options.tls_cert.empty() && options.tls_key.empty())
     return std::make_unique<httplib::Server>();
   return std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
 }
 
+void send_failure(httplib::Response& res, const FaultPlan& plan) {
   if (plan.fail_status == 429) {
     const std::string t = std::to_string(plan.retry_after_seconds);
     res.set_header("Retry-After", t);
@@ -76,15 +76,15 @@ struct HubServer::Impl {
 
   Result<void> bind() {
     if (bound) return fail(ErrorCode::internal, "server already started");
-    server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
-    server.set_keep_alive_max_count(10000);
-    // Request bodies (paths-info, fault plans) are small JSON or forms: refuse more (413).
-    server.set_payload_max_length(trust::kRequestBodyJson.max_bytes);
     if (!server.is_valid()) {
       return fail(ErrorCode::invalid_argument, "cannot use the TLS certificate " +
                                                    ctx.options.tls_cert.string() + " and key " +
                                                    ctx.options.tls_key.string());
     }
+    server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
+    server.set_keep_alive_max_count(10000);
+    // Request bodies (paths-info, fault plans) are small JSON or forms: refuse more (413).
+    server.set_payload_max_length(trust::kRequestBodyJson.max_bytes);
     server.set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive peers
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_test_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
@@ -110,11 +110,11 @@ struct HubServer::Impl {
     // Runs before the status line is written, so a test that got its response sees the record.
     server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_test_path(req.path)) return;
+      apply_api_slow_faults(ctx, req, res);
       std::lock_guard lock(ctx.mutex);
       ctx.records.push_back(
           {req.method, req.path, res.status, !req.get_header_value("Authorization").empty()});
     });
-      apply_api_slow_faults(ctx, req, res);
     register_api_routes(server, ctx);
     register_file_routes(server, ctx);
     if (ctx.options.test_endpoints) register_test_routes(server, ctx);
@@ -194,11 +194,11 @@ std::size_t HubServer::count(const std::string& method, const std::string& path_
   return n;
 }
 
+std::uint64_t HubServer::paced_bytes() const { return impl_->ctx.paced_bytes; }
+
 void HubServer::reset_requests() {
   std::lock_guard lock(impl_->ctx.mutex);
   impl_->ctx.records.clear();
 }
-std::uint64_t HubServer::paced_bytes() const { return impl_->ctx.paced_bytes; }
-
 
 }  // namespace kernelhub::hub::server
