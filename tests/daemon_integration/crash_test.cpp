@@ -74,15 +74,18 @@ void crash_at_each(const std::string& syscall) {
                           {"-f", "-o", "/dev/null", "-e", "trace=" + syscall, "-e",
                            "inject=" + syscall + ":signal=KILL:when=" + std::to_string(n)},
                           ws.dir.path() / "strace.log");
+      std::string reply = "connection closed";
       try {
         WireClient client(ws.socket);
         client.hello();
-        (void)client.fetch(kRelu, 1);
+        reply = client.fetch(kRelu, 1).message.dump();
       } catch (const std::exception&) {
         // the daemon died under us: that is the point
       }
       const auto status = injected.child().wait(std::chrono::seconds(10));
-      INFO("the daemon must die at " << syscall << " #" << n);
+      INFO("the daemon must die at " << syscall << " #" << n << "; the client got: " << reply
+                                     << "\n"
+                                     << injected.log());
       REQUIRE(status);
       CHECK((WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL));
     }

@@ -26,6 +26,9 @@ StraceAttach::StraceAttach(pid_t pid, const std::vector<std::string>& options,
                            const fs::path& log) {
   std::vector<std::string> argv{"strace", "-p", std::to_string(pid)};
   argv.insert(argv.end(), options.begin(), options.end());
+  // The log is appended to: an earlier strace's "attached" must not count for this one.
+  std::error_code ec;
+  fs::remove(log, ec);
   child_ = std::make_unique<Child>(argv, EnvOverrides{}, log);
   // "strace: Process N attached [with M threads]": from then on every call is seen.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
