@@ -16,13 +16,14 @@ using namespace kernelhub;
 namespace {
 
 int memfd() {
-  static const int fd = ::memfd_create("elf-fuzz", MFD_CLOEXEC);
-  if (fd < 0) std::abort();
-  return fd;
+  static const int kFd = ::memfd_create("elf-fuzz", MFD_CLOEXEC);
+  if (kFd < 0) std::abort();
+  return kFd;
 }
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-identifier-naming): the names libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const int fd = memfd();
   if (::ftruncate(fd, 0) != 0) std::abort();

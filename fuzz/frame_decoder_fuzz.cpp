@@ -21,12 +21,13 @@ void check_round_trip(const nlohmann::json& frame, Sender sender) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-identifier-naming): the names libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   // The first byte picks the chunk size, so frames split at every offset get explored.
   const std::size_t chunk = 1 + data[0] % 64;
   std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
-  FrameDecoder decoder(64 * 1024);
+  FrameDecoder decoder(std::size_t{64} * 1024);
   while (!bytes.empty()) {
     decoder.feed(bytes.substr(0, chunk));
     bytes.remove_prefix(std::min(chunk, bytes.size()));

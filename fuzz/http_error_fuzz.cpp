@@ -10,6 +10,7 @@
 
 using namespace kernelhub;
 
+// NOLINTNEXTLINE(readability-identifier-naming): the names libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
   const int status = 100 + (data[0] << 8 | data[1]) % 500;

@@ -12,6 +12,7 @@
 
 using namespace kernelhub;
 
+// NOLINTNEXTLINE(readability-identifier-naming): the names libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view rest(reinterpret_cast<const char*>(data), size);
   hub::HeaderMap headers;

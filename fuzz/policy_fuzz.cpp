@@ -9,6 +9,7 @@
 
 using namespace kernelhub;
 
+// NOLINTNEXTLINE(readability-identifier-naming): the names libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto policy = trust::parse_policy(text, "fuzz.toml");

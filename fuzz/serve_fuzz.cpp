@@ -103,6 +103,7 @@ void make_store(const fs::path& root, const fs::path& source) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-identifier-naming): the names libFuzzer calls
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   world = new World;
   char tmpl[] = "/tmp/kh-serve-fuzz-XXXXXX";
@@ -132,6 +133,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
+// NOLINTNEXTLINE(readability-identifier-naming): the names libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   InputStream stream(std::string_view(reinterpret_cast<const char*>(data), size));
   (void)world->server.serve(stream);

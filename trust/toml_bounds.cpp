@@ -1,6 +1,7 @@
 #include "trust/toml_bounds.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 
@@ -34,9 +35,9 @@ Result<void> check_toml_shape(std::string_view text, const TomlBounds& bounds, E
     }
     if ((cp >= 0xA1 && cp <= 0x499) || (cp >= 0x2CEE && cp <= 0x30E7 && cp != 0x3000) ||
         (cp >= 0xFB06 && cp <= 0xFEFE)) {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "U+%04X", static_cast<unsigned>(cp));
-      return fail(code, std::string("character ") + hex + " at byte " + std::to_string(i) +
+      std::array<char, 16> hex{};
+      std::snprintf(hex.data(), hex.size(), "U+%04X", static_cast<unsigned>(cp));
+      return fail(code, std::string("character ") + hex.data() + " at byte " + std::to_string(i) +
                             " (U+00A1..U+0499, U+2CEE..U+30E7 and U+FB06..U+FEFE are refused: "
                             "the TOML parser cannot handle them safely)");
     }
