@@ -25,8 +25,6 @@ constexpr auto kProgressInterval = std::chrono::milliseconds(100);
 // One file: its current attempt's curl handle plus what survives between attempts.
 struct Transfer {
   const DownloadJob* job = nullptr;
-  std::unique_ptr<CurlEasy> easy;
-  std::unique_ptr<MultiAttachment> attachment;
   CurlSlist headers;
   TransferWatch watch;
   HeaderMap response_headers;
@@ -46,6 +44,10 @@ struct Transfer {
   std::uint64_t* bytes_done = nullptr;
   const std::string** current_file = nullptr;
   DownloadStats* stats = nullptr;
+  // Last, so destroyed first: curl_multi_remove_handle runs the progress callback once more,
+  // and that callback and the handle use the members above (watch, headers).
+  std::unique_ptr<CurlEasy> easy;
+  std::unique_ptr<MultiAttachment> attachment;
 };
 
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
