@@ -70,7 +70,8 @@ Result<void> DirtyDirs::sync() {
 }
 
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
-                               unsigned mode) {
+                               unsigned mode, Durability durability) {
+  const bool sync = durability == Durability::synced;
   const std::filesystem::path temp = path.string() + "." + random_suffix() + ".tmp";
   UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd) return errno_error(errno, "cannot create", temp);
@@ -85,12 +86,12 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd.get()) != 0 || ::rename(temp.c_str(), path.c_str()) != 0) {
+  if ((sync && ::fsync(fd.get()) != 0) || ::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(temp.c_str());
     return errno_error(err, "cannot replace", path);
   }
-  return fsync_dir(path.parent_path());
+  return sync ? fsync_dir(path.parent_path()) : ok();
 }
 
 }  // namespace kernelhub::cache

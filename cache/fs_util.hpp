@@ -38,8 +38,11 @@ class DirtyDirs {
   std::vector<std::filesystem::path> dirs_;
 };
 
-// Writes `content` to `path` atomically: temp in the same dir, fsync, rename.
+enum class Durability { synced, none };
+
+// Writes `content` to `path` atomically: temp in the same dir, fsync, rename, fsync of the
+// dir (Durability::none: no fsync, for hints whose loss costs nothing).
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
-                               unsigned mode = 0644);
+                               unsigned mode = 0644, Durability durability = Durability::synced);
 
 }  // namespace kernelhub::cache

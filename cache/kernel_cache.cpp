@@ -100,10 +100,10 @@ Result<void> KernelCache::mark_missing(const trust::RepoId& repo, std::string_vi
   auto safe = trust::validate_repo_path(path);
   if (!safe) return fail(safe.error());
   const fs::path marker = repo_dir(repo) / ".no_exist" / std::string(commit) / *safe;
-  DirtyDirs dirty;
-  KH_TRY(dirty.create(marker.parent_path()));
-  KH_TRY(write_file_atomic(marker, ""));
-  return dirty.sync();
+  // A hint, not a publish: losing it to a power cut costs one question to the Hub, so
+  // nothing here is fsynced (huggingface_hub does not either).
+  KH_TRY(make_dirs(marker.parent_path()));
+  return write_file_atomic(marker, "", 0644, Durability::none);
 }
 
 Result<void> KernelCache::prepare_repo(const trust::RepoId& repo) const {
@@ -169,7 +169,8 @@ Result<void> KernelCache::write_ref(const trust::RepoId& repo, std::string_view 
 }
 
 Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_view commit,
-                                        const std::vector<SnapshotFile>& files) const {
+                                        const std::vector<SnapshotFile>& files,
+                                        DirtyDirs* caller_dirty) const {
   if (!is_commit(commit)) {
     return fail(
         ErrorCode::invalid_argument,
@@ -179,7 +180,8 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
   // Every folder a link is renamed into, and the parent of every folder made here, is
   // fsynced before returning: the ref written next must never outlive a link after a power
   // cut (a lost metadata.json link would skip the digest check offline).
-  DirtyDirs dirty;
+  DirtyDirs own;
+  DirtyDirs& dirty = caller_dirty ? *caller_dirty : own;
   for (const auto& file : files) {
     KH_TRY(trust::validate_repo_path(file.path));
     if (!has_blob(repo, file.etag)) {
@@ -206,7 +208,7 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
     }
     dirty.add(link.parent_path());
   }
-  return dirty.sync();
+  return caller_dirty ? ok() : dirty.sync();
 }
 
 std::optional<FileLock> KernelCache::try_lock_instance() const {

@@ -57,6 +57,8 @@ class FileLock {
   int fd_ = -1;
 };
 
+class DirtyDirs;
+
 class KernelCache {
  public:
   explicit KernelCache(std::filesystem::path root);
@@ -85,9 +87,11 @@ class KernelCache {
 
   // Creates snapshots/<commit>/<path> -> relative symlink to ../../blobs/<etag> for each
   // file, each replaced atomically (temp symlink + rename). Every blob must exist. On
-  // success every folder that gained an entry is fsynced (see DirtyDirs).
+  // success every folder that gained an entry is fsynced (see DirtyDirs), or with `dirty`
+  // added to the caller's one sync for the whole publish.
   Result<void> link_snapshot(const trust::RepoId& repo, std::string_view commit,
-                             const std::vector<SnapshotFile>& files) const;
+                             const std::vector<SnapshotFile>& files,
+                             DirtyDirs* dirty = nullptr) const;
 
   // huggingface_hub's `.no_exist/<commit>/<path>` markers: the Hub said this optional file
   // does not exist at this commit. Commits are immutable, so the answer holds for good.

@@ -167,16 +167,19 @@ Result<void> FetchPlan::verify() const {
 }
 
 Result<void> FetchPlan::publish() {
-  cache::DirtyDirs dirty;  // blobs/ is fsynced once for all the blobs, before any link
+  // One fsync per changed folder for the whole publish (blobs/, the snapshot's folders),
+  // after every entry is in place: the first one commits the journal, the others find
+  // little left. The ref is written after it.
+  cache::DirtyDirs dirty;
   for (auto& slot : slots_) {
     auto committed = slot.writer.commit(&dirty);
     if (!committed) return fail(committed.error());
   }
-  KH_TRY(dirty.sync());
   std::vector<cache::SnapshotFile> links;
   links.reserve(files_.size());
   for (const auto& file : files_) links.push_back({file.entry.path, file.entry.etag()});
-  return cache_.link_snapshot(repo_, commit_, links);
+  KH_TRY(cache_.link_snapshot(repo_, commit_, links, &dirty));
+  return dirty.sync();
 }
 
 std::vector<FetchedFile> FetchPlan::fetched_files() const {

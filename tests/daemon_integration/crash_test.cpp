@@ -133,7 +133,7 @@ TEST_CASE("kill -9 of the daemon mid-download leaves no partial object and the n
 }
 
 // The calls a publish makes, measured on x86_64 (strace -f, one cold fetch of
-// kernels-community/relu through kernelhubd): write 180, fsync 19, rename 11, mkdir 10,
+// kernels-community/relu through kernelhubd): write 180, fsync 15, rename 11, mkdir 11,
 // symlink 4 (also openat, fchmod and unlink, next to these). glibc uses the legacy calls
 // there, so pwrite64 (the cache never writes at an offset), renameat2, symlinkat, mkdirat and
 // linkat never occur and are not listed. Architectures without rename/symlink/mkdir (the
