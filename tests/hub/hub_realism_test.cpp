@@ -222,7 +222,7 @@ TEST_CASE("an anonymous 401 without X-Error-Code is repo_not_found after the leg
     CHECK(count_status(*fx.server, 200, "/api/models/kernels-community/demo-fetch/refs") == 1);
     CHECK(result->commit == fx.commit);
   }
-  SECTION("a private repo is reached with a token, and an invalid token says so") {
+  SECTION("a private repo answers a bare 401 without a token and serves with one") {
     plan.private_repos = {"kernels-community/demo-fetch"};
     fx.server->set_faults(plan);
     auto anonymous = fx.fetch();
