@@ -38,7 +38,7 @@ Result<void> fsync_dir(const std::filesystem::path& dir) {
 }
 
 Result<void> DirtyDirs::create(const std::filesystem::path& dir) {
-  // The missing tail of `dir`, outermost first.
+  // The missing tail of `dir`, made outermost first.
   std::vector<std::filesystem::path> missing;
   struct stat st {};
   for (auto p = dir; !p.empty() && ::stat(p.c_str(), &st) != 0; p = p.parent_path()) {
@@ -46,11 +46,12 @@ Result<void> DirtyDirs::create(const std::filesystem::path& dir) {
     missing.push_back(p);
     if (p == p.parent_path()) break;
   }
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
-    if (::mkdir(it->c_str(), 0755) == 0) {
-      add(it->parent_path());
+  std::reverse(missing.begin(), missing.end());
+  for (const auto& path : missing) {
+    if (::mkdir(path.c_str(), 0755) == 0) {
+      add(path.parent_path());
     } else if (errno != EEXIST) {
-      return errno_error(errno, "cannot create directory", *it);
+      return errno_error(errno, "cannot create directory", path);
     }
   }
   if (::stat(dir.c_str(), &st) != 0) return errno_error(errno, "cannot stat", dir);

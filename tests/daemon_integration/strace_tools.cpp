@@ -1,8 +1,7 @@
 #include "tests/daemon_integration/strace_tools.hpp"
 
-#include <signal.h>
-
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
