@@ -53,6 +53,7 @@ TEST_CASE("re-linking a published snapshot changes nothing on disk", "[cache][du
   struct stat before {};
   REQUIRE(::lstat(link.c_str(), &before) == 0);
   std::vector<SnapshotFile> links;
+  links.reserve(files.size());
   for (const auto& [path, content] : files) links.push_back({path, test::etag_of(content)});
   REQUIRE(cache.link_snapshot(repo, test::kCommit, links));
   struct stat after {};
