@@ -4,10 +4,10 @@
 // each crash a restarted daemon must find no partial object (every blob hashes to its name,
 // every snapshot link has its blob, every ref names a complete snapshot), no temps, and the
 // next fetch must hand out the reference bytes.
-#include <signal.h>
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <thread>
 
 #include "tests/daemon_integration/strace_tools.hpp"
