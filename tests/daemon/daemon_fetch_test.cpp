@@ -142,6 +142,7 @@ TEST_CASE("8 concurrent clients of an uncached kernel share one download", "[dae
   // Workers only collect (Catch2 asserts on this thread only): the handed-out contents, or
   // the error that stopped them.
   std::vector<std::future<Result<std::vector<std::string>>>> clients;
+  clients.reserve(8);
   for (int i = 0; i < 8; ++i) {
     clients.push_back(std::async(std::launch::async, [&h, i]() -> Result<std::vector<std::string>> {
       auto client = TestClient::connect(h.socket);

@@ -51,11 +51,10 @@ TEST_CASE("fetch publishes the selected variant into an HF-compatible cache, fil
     const std::string etag = content.size() > 1024 * 1024 ? trust::sha256_hex(content)
                                                           : trust::git_blob_sha1_hex(content);
     CHECK(target.filename() == etag);
-    // rel by init-capture: clang 14 cannot capture a structured binding.
+    // Outside the lambda: clang 14 cannot capture a structured binding.
+    const std::string want = (fs::path("build") / kCpuVariant / rel).string();
     const auto file = std::find_if(result->files.begin(), result->files.end(),
-                                   [&, &rel = rel](const hub::FetchedFile& f) {
-                                     return f.path == "build/" + kCpuVariant + "/" + rel;
-                                   });
+                                   [&](const hub::FetchedFile& f) { return f.path == want; });
     REQUIRE(file != result->files.end());
     CHECK(file->sha256 == trust::sha256_hex(content));
     CHECK(file->size == content.size());

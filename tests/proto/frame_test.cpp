@@ -2,6 +2,9 @@
 // exchange, oversized lengths refused on the header alone, malformed payloads.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "proto/frame.hpp"
 #include "proto/messages.hpp"
 #include "tests/proto/proto_test_support.hpp"
@@ -97,11 +100,11 @@ TEST_CASE("an oversized length is frame_too_large from the header alone",
 }
 
 TEST_CASE("malformed payloads are malformed_frame", "[proto][frame][malformed]") {
-  const std::string payloads[] = {"{", "not json", "[1,2,3]", "\"hello\"", "42", "null", "{}",
-                                  R"({"type":1})", R"({"type":null})",
-                                  R"({"type":"status"} {"type":"ls"})",
-                                  // 13 bytes, a NUL inside the string (the s suffix keeps it)
-                                  "{\"type\":\"a\0\"}"s, "{\"type\":\"\xff\xfe\"}"};
+  const std::vector<std::string> payloads = {
+      "{", "not json", "[1,2,3]", "\"hello\"", "42", "null", "{}", R"({"type":1})",
+      R"({"type":null})", R"({"type":"status"} {"type":"ls"})",
+      // 13 bytes, a NUL inside the string (the s suffix keeps it)
+      "{\"type\":\"a\0\"}"s, "{\"type\":\"\xff\xfe\"}"};
   for (const auto& payload : payloads) {
     INFO(json(payload).dump(-1, ' ', false, json::error_handler_t::replace));
     FrameDecoder decoder;
