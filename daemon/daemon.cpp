@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <list>
@@ -29,6 +30,16 @@
 namespace kernelhub::daemon {
 
 namespace {
+
+// Closing a Unix socket with unread bytes makes the peer's next read fail with ECONNRESET,
+// which can hide the error frame we just sent (a half-sent request cut off by the frame
+// bound). Discard what is already queued, bounded, so the client reads our reply, then EOF.
+void discard_unread(int fd) {
+  std::array<char, 4096> sink{};
+  for (int i = 0; i < 64; ++i) {
+    if (::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) <= 0) return;
+  }
+}
 
 struct Connection {
   std::mutex mutex;  // fd is closed by its thread, shut down by the stopping loop
@@ -177,6 +188,7 @@ struct Daemon::Impl {
       serve_connection(raw->fd.get(), raw->peer, *context);
       {
         std::lock_guard lock(raw->mutex);
+        discard_unread(raw->fd.get());
         raw->fd.reset();  // the client sees the close now, not when the thread is reaped
       }
       release_uid_slot(raw->peer.uid);

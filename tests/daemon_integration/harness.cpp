@@ -182,6 +182,16 @@ std::optional<proto::ReceivedFrame> WireClient::read(std::chrono::milliseconds t
   return std::move(**frame);
 }
 
+bool WireClient::hung_up(std::chrono::milliseconds timeout) {
+  auto frame = reader_->read(timeout);
+  if (!frame) {
+    if (frame.error().code == ErrorCode::timeout)
+      throw std::runtime_error("hung_up: still open after the timeout");
+    return true;  // reset by the peer: closed
+  }
+  return !*frame;
+}
+
 std::uint64_t WireClient::send_fetch(const std::string& repo, int version, const json& env,
                                      const json& extra) {
   const auto id = next_id_++;

@@ -94,6 +94,9 @@ class WireClient {
   // The next frame; nullopt on a clean close; throws on timeout.
   std::optional<proto::ReceivedFrame> read(
       std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // True when the daemon closed the connection (EOF, or a reset if bytes of ours were still
+  // unread) within `timeout`; false when a frame arrived instead.
+  bool hung_up(std::chrono::milliseconds timeout);
   // Sends fetch of kVariant (plus `extra` members) without waiting; returns its id.
   std::uint64_t send_fetch(const std::string& repo, int version,
                            const nlohmann::json& env = nlohmann::json::object(),
