@@ -58,7 +58,7 @@ struct FetchedKernel {
   bool from_cache = false;
   bool via_daemon = false;
   std::vector<HandedFile> files;
-  // Non-empty when a Hub error made the fetch serve the cached snapshot (embedded mode).
+  // Non-empty when a Hub error made the fetch serve the cached snapshot: the Hub's error.
   std::string cache_fallback{};
 };
 

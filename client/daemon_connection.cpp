@@ -231,9 +231,10 @@ Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request,
     return fail(protocol_failure(socket_, "expected 'fetched', got '" +
                                               std::string(proto::type_name(reply->message)) + "'"));
   }
+  // The repo may differ from the one asked for: the Hub renamed it, or its kernel-status
+  // redirects. The daemon has checked this client's trust for the repo it names.
   auto repo = trust::RepoId::parse(fetched->repo);
-  if (!repo || *repo != request.repo)
-    return fail(protocol_failure(socket_, "fetched another repo: " + fetched->repo));
+  if (!repo) return fail(protocol_failure(socket_, "fetched an invalid repo: " + fetched->repo));
 
   FetchedKernel kernel{*repo,
                        fetched->commit,
@@ -241,7 +242,8 @@ Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request,
                        fetched->snapshot_path,
                        fetched->from_cache,
                        /*via_daemon=*/true,
-                       {}};
+                       {},
+                       fetched->cache_fallback.value_or("")};
   for (auto& file : fetched->files) {
     HandedFile handed{std::move(file.path), file.size, std::move(file.sha256), {}};
     if (hand_out) {

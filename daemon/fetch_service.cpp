@@ -125,12 +125,22 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   const auto decision = trust::decide_trust(*policy(), repo->org, client_env);
   if (!decision.allowed) return fail(decision.code, decision.reason);
   const bool with_fds_now = with_fds && !request.prefetch;
+  // The shared flight follows renames and kernel-status redirects with opt-in granted; the
+  // repo it ends on is handed out only if this client may fetch that publisher too.
+  const auto may_hand_out = [&](const Manifest& manifest) -> Result<void> {
+    if (manifest.repo.org == repo->org) return ok();
+    const auto moved = trust::decide_trust(*policy(), manifest.repo.org, client_env);
+    if (moved.allowed) return ok();
+    return fail(moved.code,
+                repo->str() + " now resolves to " + manifest.repo.str() + ": " + moved.reason);
+  };
 
   auto platform = client_platform(request);
   if (!platform) return fail(platform.error());
   const std::string resolve_key = resolve_key_of(*repo, request);
   const std::string spec = spec_of(request, *platform);
   if (auto manifest = warm_manifest(resolve_key, spec)) {
+    KH_TRY(may_hand_out(*manifest));
     auto out = hand_out(*manifest, request.id, with_fds_now, true);
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
@@ -173,7 +183,10 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   if (!result) return fail(result.error());
   Manifest manifest{result->repo, result->commit, result->variants, result->snapshot_path.string(),
                     result->files};
-  return hand_out(manifest, request.id, with_fds_now, result->from_cache);
+  KH_TRY(may_hand_out(manifest));
+  auto out = hand_out(manifest, request.id, with_fds_now, result->from_cache);
+  if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
+  return out;
 }
 
 std::shared_ptr<const FetchService::Manifest> FetchService::warm_manifest(
@@ -218,9 +231,14 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
       ++it;
     }
   }
-  if (const auto it = flights_.find(key); it != flights_.end()) return it->second;
+  // A flight that already has its result is not joined: its answer may predate what this
+  // request must see (a resolve_ttl of 0, or a Hub that has changed since).
+  if (const auto it = flights_.find(key); it != flights_.end()) {
+    std::lock_guard settled(it->second->mutex);
+    if (!it->second->result) return it->second;
+  }
   auto flight = std::make_shared<Flight>();
-  flights_.emplace(key, flight);
+  flights_.insert_or_assign(key, flight);
   ++running_;
   const std::uint64_t ticket = next_ticket_++;
   // The download runs on its own thread: a waiter that goes away cancels nothing.
@@ -240,7 +258,8 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
         // flight.
         if (*flight->result) remember(resolve_key, spec, flight->result->value());
         std::lock_guard done(flights_mutex_);
-        flights_.erase(key);
+        if (const auto it = flights_.find(key); it != flights_.end() && it->second == flight)
+          flights_.erase(it);
         flight->finished = true;
         --running_;
         if (turn) --downloading_;

@@ -55,14 +55,16 @@ json to_json(const FetchedFile& m) {
 json to_json(const Fetched& m) {
   json files = json::array();
   for (const auto& file : m.files) files.push_back(to_json(file));
-  return json{{"type", "fetched"},
-              {"id", m.id},
-              {"repo", m.repo},
-              {"commit", m.commit},
-              {"variants", m.variants},
-              {"from_cache", m.from_cache},
-              {"snapshot_path", m.snapshot_path},
-              {"files", std::move(files)}};
+  json j{{"type", "fetched"},
+         {"id", m.id},
+         {"repo", m.repo},
+         {"commit", m.commit},
+         {"variants", m.variants},
+         {"from_cache", m.from_cache},
+         {"snapshot_path", m.snapshot_path},
+         {"files", std::move(files)}};
+  put_optional(j, "cache_fallback", m.cache_fallback);
+  return j;
 }
 
 json to_json(const StatusRequest& m) { return json{{"type", "status"}, {"id", m.id}}; }

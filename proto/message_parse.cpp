@@ -114,6 +114,7 @@ Result<Message> parse_fetched(const Fields& f) {
   KH_PROTO_GET(from_cache, f.boolean("from_cache"));
   KH_PROTO_GET(snapshot_path, f.string("snapshot_path"));
   KH_PROTO_GET(files, f.array("files"));
+  KH_PROTO_GET(cache_fallback, f.optional_string("cache_fallback"));
   for (const auto& item : *files) {
     KH_PROTO_GET(file, parse_fetched_file(item));
     m.files.push_back(std::move(file));
@@ -124,6 +125,7 @@ Result<Message> parse_fetched(const Fields& f) {
   m.variants = std::move(variants);
   m.from_cache = from_cache;
   m.snapshot_path = std::move(snapshot_path);
+  m.cache_fallback = std::move(cache_fallback);
   return Message{std::move(m)};
 }
 

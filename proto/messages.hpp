@@ -82,6 +82,9 @@ struct Fetched {
   bool from_cache = false;
   std::string snapshot_path;
   std::vector<FetchedFile> files;
+  // Set when a Hub error made the daemon serve its cached snapshot: the Hub's error, for
+  // the client to show.
+  std::optional<std::string> cache_fallback;
   bool operator==(const Fetched&) const = default;
 };
 

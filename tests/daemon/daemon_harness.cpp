@@ -12,7 +12,8 @@ namespace kernelhub::testing {
 namespace fs = std::filesystem;
 
 DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml,
-                             const std::map<std::string, std::string>& extra_env)
+                             const std::map<std::string, std::string>& extra_env,
+                             std::chrono::seconds resolve_ttl)
     : socket(fx.tmp.path() / "run" / "kernelhub.sock"),
       cache_dir(fx.tmp.path() / "daemon-cache"),
       policy_file(fx.tmp.path() / "policy.toml") {
@@ -22,6 +23,7 @@ DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml,
   options.env = fx.env();
   for (const auto& [name, value] : extra_env) options.env.set(name, value);
   options.use_socket_activation = false;
+  options.resolve_ttl = resolve_ttl;
   options.shutdown_grace = std::chrono::seconds(5);
   if (policy_toml) {
     std::ofstream(policy_file) << *policy_toml;

@@ -23,8 +23,10 @@ inline const trust::RepoId kSageRepo{"SageAttention", "demo-fetch"};
 class DaemonHarness {
  public:
   // `extra_env`: variables added to the daemon's environment (e.g. small slow-link limits).
+  // `resolve_ttl`: how long the daemon reuses a version -> commit answer (0: asks each time).
   explicit DaemonHarness(std::optional<std::string> policy_toml = std::nullopt,
-                         const std::map<std::string, std::string>& extra_env = {});
+                         const std::map<std::string, std::string>& extra_env = {},
+                         std::chrono::seconds resolve_ttl = std::chrono::seconds(60));
   ~DaemonHarness();
 
   FetchFixture fx;

@@ -56,7 +56,8 @@ std::vector<GoldenCase> golden_cases() {
                   true,
                   "/var/cache/kernelhub/kernels--kernels-community--relu/snapshots/" + kCommit,
                   {{"build/" + kVariant + "/_relu.abi3.so", 104857600, kSha, 0},
-                   {"build/" + kVariant + "/__init__.py", 0, kEmptySha, 1}}};
+                   {"build/" + kVariant + "/__init__.py", 0, kEmptySha, 1}},
+                  "503 from the Hub"};
 
   LsReply ls{
       3, nlohmann::json::array({{{"repo", "kernels-community/relu"},
