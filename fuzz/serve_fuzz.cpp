@@ -117,17 +117,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   world->ctx = std::make_unique<ServerContext>(options);
   auto& server = world->server;
   server.set_payload_max_length(1u << 20);
-  // As in hub_server.cpp: unrouted requests get a Hub-style error, and their Range header
-  // is taken out so httplib does not apply it to the error body.
-  server.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-        if (res.has_header("X-Error-Code") || res.has_header("X-Error-Message"))
-          return httplib::Server::HandlerResponse::Unhandled;
-        take_ranges(req);
-        send_error(res, res.status, res.status == 404 ? "RepoNotFound" : "BadRequest",
-                   "no such endpoint: " + req.method + " " + req.path);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
+  register_error_handler(server);
   register_api_routes(server, *world->ctx);
   register_file_routes(server, *world->ctx);
   return 0;

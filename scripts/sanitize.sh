@@ -76,6 +76,19 @@ check_logs() {
   fi
 }
 
+# verdict NAME LOGS RC START WHAT: fails on a failed suite or any report in LOGS, and says
+# how long the suites took.
+verdict() {
+  local name="$1" logs="$2" rc="$3" start="$4" what="$5"
+  check_logs "${name}" "${logs}" || rc=1
+  if [[ ${rc} -ne 0 ]]; then
+    printf 'sanitize: %s FAILED (suites %ss)\n' "${name}" "$((SECONDS - start))"
+    return 1
+  fi
+  printf 'sanitize: %s passed: %s, 0 reports (suites %ss)\n' "${name}" "${what}" \
+    "$((SECONDS - start))"
+}
+
 run_asan() {
   local build="${ROOT}/build-asan" logs="${ROOT}/build-asan/sanitizer-logs"
   configure "${build}" address
@@ -95,13 +108,7 @@ run_asan() {
   ASAN_OPTIONS="${common}:detect_leaks=0:log_path=${logs}/asan" UBSAN_OPTIONS="${ubsan}" \
     ctest --test-dir "${build}" --output-on-failure -j "${JOBS}" \
     -R "${strace_tests}" "$@" || rc=$?
-  check_logs asan "${logs}" || rc=1
-  if [[ ${rc} -ne 0 ]]; then
-    printf 'sanitize: asan FAILED (suites %ss)\n' "$((SECONDS - start))"
-    return 1
-  fi
-  printf 'sanitize: asan passed: every suite of build-asan, 0 reports (suites %ss)\n' \
-    "$((SECONDS - start))"
+  verdict asan "${logs}" "${rc}" "${start}" "every suite of build-asan"
 }
 
 run_tsan() {
@@ -137,13 +144,7 @@ run_tsan() {
       "$((SECONDS - suite_start))"
     [[ ${suite_rc} -eq 0 ]] || rc=1
   done
-  check_logs tsan "${logs}" || rc=1
-  if [[ ${rc} -ne 0 ]]; then
-    printf 'sanitize: tsan FAILED (suites %ss)\n' "$((SECONDS - start))"
-    return 1
-  fi
-  printf 'sanitize: tsan passed: the concurrency suites, 0 reports (suites %ss)\n' \
-    "$((SECONDS - start))"
+  verdict tsan "${logs}" "${rc}" "${start}" "the concurrency suites"
 }
 
 rc=0

@@ -97,16 +97,7 @@ struct HubServer::Impl {
       send_failure(res, *failure);
       return httplib::Server::HandlerResponse::Handled;
     });
-    server.set_error_handler(httplib::Server::HandlerWithResponse(
-        [](const httplib::Request& req, httplib::Response& res) {
-          // Hub errors already answered (a bare 401 has only X-Error-Message) stay as they are.
-          if (res.has_header("X-Error-Code") || res.has_header("X-Error-Message"))
-            return httplib::Server::HandlerResponse::Unhandled;
-          take_ranges(req);
-          send_error(res, res.status, res.status == 404 ? "RepoNotFound" : "BadRequest",
-                     "no such endpoint: " + req.method + " " + req.path);
-          return httplib::Server::HandlerResponse::Handled;
-        }));
+    register_error_handler(server);
     // Runs before the status line is written, so a test that got its response sees the record.
     server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_test_path(req.path)) return;
@@ -190,6 +181,15 @@ std::size_t HubServer::count(const std::string& method, const std::string& path_
   std::size_t n = 0;
   for (const auto& r : impl_->ctx.records) {
     if ((method.empty() || r.method == method) && r.path.find(path_part) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+std::size_t HubServer::count_status(int status, const std::string& path_part) const {
+  std::lock_guard lock(impl_->ctx.mutex);
+  std::size_t n = 0;
+  for (const auto& r : impl_->ctx.records) {
+    if (r.status == status && r.path.find(path_part) != std::string::npos) ++n;
   }
   return n;
 }

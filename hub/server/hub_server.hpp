@@ -102,6 +102,8 @@ class HubServer {
   // Requests whose method equals `method` (any method when empty) and whose path contains
   // `path_part`.
   std::size_t count(const std::string& method, const std::string& path_part) const;
+  // Requests answered with `status` whose path contains `path_part`.
+  std::size_t count_status(int status, const std::string& path_part = "") const;
   void reset_requests();
   // Body bytes sent so far under the trickle and endless faults.
   std::uint64_t paced_bytes() const;

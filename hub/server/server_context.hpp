@@ -94,5 +94,9 @@ void apply_api_slow_faults(ServerContext& ctx, const httplib::Request& req, http
 
 void register_api_routes(httplib::Server& server, ServerContext& ctx);
 void register_file_routes(httplib::Server& server, ServerContext& ctx);
+// Unrouted requests get a Hub-style error (RepoNotFound/BadRequest); their Range header is
+// taken out so httplib does not apply it to the error body. Hub errors already answered
+// (a bare 401 has only X-Error-Message) stay as they are.
+void register_error_handler(httplib::Server& server);
 
 }  // namespace kernelhub::hub::server

@@ -63,6 +63,18 @@ void send_error(httplib::Response& res, int status, const std::string& code,
                   "application/json");
 }
 
+void register_error_handler(httplib::Server& server) {
+  server.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (res.has_header("X-Error-Code") || res.has_header("X-Error-Message"))
+          return httplib::Server::HandlerResponse::Unhandled;
+        take_ranges(req);
+        send_error(res, res.status, res.status == 404 ? "RepoNotFound" : "BadRequest",
+                   "no such endpoint: " + req.method + " " + req.path);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+}
+
 void send_store_error(httplib::Response& res, const Error& error) {
   switch (error.code) {
     case ErrorCode::repo_not_found:

@@ -11,6 +11,7 @@
 
 using namespace kernelhub;
 using namespace kernelhub::cache;
+using kernelhub::testing::slurp;
 namespace fs = std::filesystem;
 
 namespace {
@@ -24,13 +25,6 @@ std::map<std::string, std::string> variant_files() {
     files["build/torch-cpu/relu/file" + std::to_string(i) + ".bin"] = content;
   }
   return files;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace

@@ -16,19 +16,13 @@
 
 using namespace kernelhub;
 using namespace kernelhub::cache;
+using kernelhub::testing::slurp;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
 
 const trust::RepoId kRepo{"kernels-community", "relu"};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 const std::map<std::string, std::string> kFiles{
     {"metadata.json", "{}"},

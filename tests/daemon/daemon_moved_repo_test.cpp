@@ -12,14 +12,6 @@ using namespace kernelhub::testing;
 
 namespace {
 
-std::size_t count_status(const hub::server::HubServer& server, int status,
-                         const std::string& path_part) {
-  std::size_t n = 0;
-  for (const auto& r : server.requests())
-    n += r.status == status && r.path.find(path_part) != std::string::npos ? 1 : 0;
-  return n;
-}
-
 void check_handed_out(const Reply& reply) {
   const auto& files = reply.frame.at("files");
   REQUIRE(files.size() == reply.fds.size());
@@ -40,7 +32,7 @@ TEST_CASE("a renamed repo is fetched through the daemon and handed out under its
   TestClient client(h.socket);
   client.hello();
   const auto reply = client.call(fetch_request({"kernels-community", "old-name"}, 1));
-  CHECK(count_status(*h.fx.server, 307, "/api/kernels/kernels-community/old-name/") == 1);
+  CHECK(h.fx.server->count_status(307, "/api/kernels/kernels-community/old-name/") == 1);
   INFO(reply.frame.dump());
   REQUIRE(reply.frame.at("type") == "fetched");
   CHECK(reply.frame.at("repo") == "kernels-community/demo-fetch");
@@ -61,7 +53,7 @@ TEST_CASE(
   client.hello();
 
   const auto refused = client.call(fetch_request({"kernels-community", "moved"}, 1));
-  CHECK(count_status(*h.fx.server, 307, "kernels-community/moved") >= 1);
+  CHECK(h.fx.server->count_status(307, "kernels-community/moved") >= 1);
   INFO(refused.frame.dump());
   CHECK(refused.frame.at("type") == "error");
   CHECK(refused.frame.at("code") == "untrusted_publisher");
@@ -100,7 +92,7 @@ TEST_CASE("a Hub error on version resolution is served from the daemon's cache a
   plan.fail_path_filter = "/refs";
   h.fx.server->set_faults(plan);
   const auto reply = client.call(fetch_request(kKernelRepo, 2));
-  CHECK(count_status(*h.fx.server, 503, "/refs") == 1);  // asked once, not retried
+  CHECK(h.fx.server->count_status(503, "/refs") == 1);  // asked once, not retried
   INFO(reply.frame.dump());
   REQUIRE(reply.frame.at("type") == "fetched");
   CHECK(reply.frame.at("from_cache") == true);

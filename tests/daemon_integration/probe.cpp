@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "client/client.hpp"
@@ -52,6 +53,18 @@ std::string sha256_of_fd(int fd, std::uint64_t* size) {
   return hasher.final_hex();
 }
 
+// Version `version` of `repo`, built as `variant`; nullopt when `repo` is not a repo id.
+std::optional<kernelhub::hub::FetchRequest> version_request(const std::string& repo, int version,
+                                                           const std::string& variant) {
+  auto id = kernelhub::trust::RepoId::parse(repo);
+  if (!id) return std::nullopt;
+  kernelhub::hub::FetchRequest request;
+  request.repo = *id;
+  request.version = version;
+  request.variant = variant;
+  return request;
+}
+
 int fetch(const std::string& socket, const std::string& repo, int version,
           const std::string& variant) {
   kernelhub::client::ClientOptions options;
@@ -66,13 +79,9 @@ int fetch(const std::string& socket, const std::string& repo, int version,
               << "\n";
     return 1;
   }
-  auto id = kernelhub::trust::RepoId::parse(repo);
-  if (!id) return 2;
-  kernelhub::hub::FetchRequest request;
-  request.repo = *id;
-  request.version = version;
-  request.variant = variant;
-  auto got = client->fetch(request);
+  auto request = version_request(repo, version, variant);
+  if (!request) return 2;
+  auto got = client->fetch(*request);
   if (!got) {
     std::cout << json{{"ok", false},
                       {"code", kernelhub::to_string(got.error().code)},
@@ -297,13 +306,9 @@ int idle_client(const std::string& socket, int idle_ms, const std::string& repo,
   std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
   auto second = client->status();
   out["second"] = second ? *second : json{{"error", second.error().message}};
-  auto id = kernelhub::trust::RepoId::parse(repo);
-  if (!id) return 2;
-  kernelhub::hub::FetchRequest request;
-  request.repo = *id;
-  request.version = version;
-  request.variant = variant;
-  auto got = client->fetch(request);
+  auto request = version_request(repo, version, variant);
+  if (!request) return 2;
+  auto got = client->fetch(*request);
   out["fetch"] = got ? json{{"ok", true}, {"files", got->files.size()}}
                      : json{{"ok", false},
                             {"code", kernelhub::to_string(got.error().code)},

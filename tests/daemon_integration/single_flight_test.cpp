@@ -14,13 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Each file of the reference was transferred exactly once (resolve, and LFS object if any).
 void check_one_get_per_file(const FixtureHub& hub,
                             const std::map<std::string, std::string>& reference) {

@@ -10,17 +10,6 @@
 namespace kernelhub::testing {
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 StraceAttach::StraceAttach(pid_t pid, const std::vector<std::string>& options,
                            const fs::path& log) {
   std::vector<std::string> argv{"strace", "-p", std::to_string(pid)};
@@ -31,10 +20,10 @@ StraceAttach::StraceAttach(pid_t pid, const std::vector<std::string>& options,
   child_ = std::make_unique<Child>(argv, EnvOverrides{}, log);
   // "strace: Process N attached [with M threads]": from then on every call is seen.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (read_text(log).find(" attached") == std::string::npos) {
+  while (slurp(log).find(" attached") == std::string::npos) {
     if (!child_->running() || std::chrono::steady_clock::now() > deadline)
       throw std::runtime_error("strace did not attach to " + std::to_string(pid) + ":\n" +
-                               read_text(log));
+                               slurp(log));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }

@@ -20,12 +20,6 @@ fs::path repo_dir(const fs::path& cache_root, const std::string& name = "demo-fe
   return cache_root / ("kernels--kernels-community--" + name);
 }
 
-std::size_t count_status(const hub::server::HubServer& server, int status) {
-  std::size_t n = 0;
-  for (const auto& r : server.requests()) n += r.status == status ? 1 : 0;
-  return n;
-}
-
 bool has_any_file(const fs::path& dir) {
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -61,7 +55,7 @@ TEST_CASE("a connection reset mid-body resumes with Range and yields the correct
   check_so_correct(*result);
   CHECK(fx.server->count("GET",
                          "/resolve/" + fx.commit + "/build/" + kCpuVariant + "/" + kSoName) == 3);
-  CHECK(count_status(*fx.server, 206) >= 1);
+  CHECK(fx.server->count_status(206) >= 1);
 }
 
 TEST_CASE("a server that ignores Range after a reset still yields the correct file") {
@@ -76,7 +70,7 @@ TEST_CASE("a server that ignores Range after a reset still yields the correct fi
   check_so_correct(*result);
   CHECK(fx.server->count("GET",
                          "/resolve/" + fx.commit + "/build/" + kCpuVariant + "/" + kSoName) >= 2);
-  CHECK(count_status(*fx.server, 206) == 0);
+  CHECK(fx.server->count_status(206) == 0);
 }
 
 TEST_CASE("a corrupted byte fails with hash_mismatch and publishes nothing") {
@@ -101,14 +95,14 @@ TEST_CASE("a few 503 or 429 answers are retried, a storm ends in a typed error")
     auto result = fx.fetch();
     REQUIRE(result);
     check_so_correct(*result);
-    CHECK(count_status(*fx.server, 503) == 3);
+    CHECK(fx.server->count_status(503) == 3);
   }
   SECTION("429 then success") {
     plan.fail_status = 429;
     plan.fail_count = 2;
     fx.server->set_faults(plan);
     REQUIRE(fx.fetch());
-    CHECK(count_status(*fx.server, 429) == 2);
+    CHECK(fx.server->count_status(429) == 2);
   }
   SECTION("429 storm") {
     plan.fail_status = 429;
@@ -117,7 +111,7 @@ TEST_CASE("a few 503 or 429 answers are retried, a storm ends in a typed error")
     auto result = fx.fetch();
     REQUIRE_FALSE(result);
     CHECK(result.error().code == ErrorCode::rate_limited);
-    CHECK(count_status(*fx.server, 429) == 6);  // first try + 5 retries
+    CHECK(fx.server->count_status(429) == 6);  // first try + 5 retries
   }
   SECTION("503 storm") {
     plan.fail_status = 503;

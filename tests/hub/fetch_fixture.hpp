@@ -25,7 +25,6 @@ std::map<std::string, std::string> cpu_variant_files();
 // Writes a variant folder and its metadata.json (base64 sha256 of every other file).
 void write_variant(const std::filesystem::path& dir,
                    const std::map<std::string, std::string>& files);
-std::string slurp(const std::filesystem::path& path);
 
 struct FetchFixture {
   FetchFixture();

@@ -23,21 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::size_t count_status(const hub::server::HubServer& server, int status,
-                         const std::string& path_part = "") {
-  std::size_t n = 0;
-  for (const auto& r : server.requests())
-    n += r.status == status && r.path.find(path_part) != std::string::npos ? 1 : 0;
-  return n;
-}
-
-// Requests of any method whose path contains `part`.
-std::size_t count_path(const hub::server::HubServer& server, const std::string& part) {
-  std::size_t n = 0;
-  for (const auto& r : server.requests()) n += r.path.find(part) != std::string::npos ? 1 : 0;
-  return n;
-}
-
 // A copy of the fixture kernel under another, untrusted publisher.
 void publish_copy(const FetchFixture& fx, const trust::RepoId& repo) {
   const fs::path source = fx.tmp.path() / ("copy-" + repo.org);
@@ -74,7 +59,7 @@ TEST_CASE("a renamed repo's 307 is followed and the kernel downloads under its n
   auto result = fx.fetch(request_for("kernels-community", "old-name"), fx.config());
   INFO((result ? "" : result.error().message));
   REQUIRE(result);
-  CHECK(count_status(*fx.server, 307, "/api/kernels/kernels-community/old-name/") == 1);
+  CHECK(fx.server->count_status(307, "/api/kernels/kernels-community/old-name/") == 1);
   CHECK(result->repo.str() == "kernels-community/demo-fetch");
   CHECK(result->commit == fx.commit);
   CHECK(slurp(result->snapshot_path / "build" / kCpuVariant / kSoName) ==
@@ -93,12 +78,12 @@ TEST_CASE("a repo transferred to an untrusted org is refused before the new org 
 
   auto refused = fx.fetch(request_for("kernels-community", "moved"), fx.config());
   REQUIRE_FALSE(refused);
-  CHECK(count_status(*fx.server, 307, "kernels-community/moved") == 1);  // the fault happened
+  CHECK(fx.server->count_status(307, "kernels-community/moved") == 1);  // the fault happened
   CHECK(refused.error().code == ErrorCode::untrusted_publisher);
   CHECK(refused.error().message.find("was moved on the Hub to SageAttention/demo-fetch") !=
         std::string::npos);
   CHECK(refused.error().message.find("DIFFUSERS_TRUST_REMOTE_KERNELS") != std::string::npos);
-  CHECK(count_path(*fx.server, "SageAttention") == 0);  // nothing was asked of the new org
+  CHECK(fx.server->count("", "SageAttention") == 0);  // nothing was asked of the new org
   CHECK(fx.file_gets() == 0);
 
   trust::TrustEnvironment opted_in;
@@ -121,7 +106,7 @@ TEST_CASE("a rename loop ends in a typed error after a bounded number of hops",
   REQUIRE_FALSE(looped);
   CHECK(looped.error().code == ErrorCode::malformed_response);
   CHECK(looped.error().message.find("redirects") != std::string::npos);
-  CHECK(count_status(*fx.server, 307) == 6);  // the first answer and 5 followed hops
+  CHECK(fx.server->count_status(307) == 6);  // the first answer and 5 followed hops
   CHECK(fx.file_gets() == 0);
 }
 
@@ -135,8 +120,8 @@ TEST_CASE("a legacy model-type repo behind a rename is found through the model p
   auto result = fx.fetch(request_for("kernels-community", "legacy"), fx.config());
   INFO((result ? "" : result.error().message));
   REQUIRE(result);
-  CHECK(count_status(*fx.server, 404, "/api/kernels/kernels-community/demo-fetch/refs") == 1);
-  CHECK(count_status(*fx.server, 307, "/api/models/kernels-community/legacy/refs") == 1);
+  CHECK(fx.server->count_status(404, "/api/kernels/kernels-community/demo-fetch/refs") == 1);
+  CHECK(fx.server->count_status(307, "/api/models/kernels-community/legacy/refs") == 1);
   CHECK(result->repo.str() == "kernels-community/demo-fetch");
   CHECK(fx.server->count("GET", "/kernels-community/demo-fetch/resolve/") >= 1);
   CHECK(fx.server->count("GET", "/kernels/kernels-community/demo-fetch/resolve/") == 0);
@@ -205,8 +190,8 @@ TEST_CASE("an anonymous 401 without X-Error-Code is repo_not_found after the leg
   fx.server->set_faults(plan);
   auto missing = fx.fetch(request_for("kernels-community", "no-such-kernel"), fx.config());
   REQUIRE_FALSE(missing);
-  CHECK(count_status(*fx.server, 401, "/api/kernels/kernels-community/no-such-kernel/") == 1);
-  CHECK(count_status(*fx.server, 401, "/api/models/kernels-community/no-such-kernel/") == 1);
+  CHECK(fx.server->count_status(401, "/api/kernels/kernels-community/no-such-kernel/") == 1);
+  CHECK(fx.server->count_status(401, "/api/models/kernels-community/no-such-kernel/") == 1);
   CHECK(missing.error().code == ErrorCode::repo_not_found);
   CHECK(missing.error().message.find("set HF_TOKEN") != std::string::npos);
   CHECK(missing.error().message.find("Invalid username or password.") != std::string::npos);
@@ -218,8 +203,8 @@ TEST_CASE("an anonymous 401 without X-Error-Code is repo_not_found after the leg
     auto result = fx.fetch();
     INFO((result ? "" : result.error().message));
     REQUIRE(result);
-    CHECK(count_status(*fx.server, 401, "/api/kernels/kernels-community/demo-fetch/") == 1);
-    CHECK(count_status(*fx.server, 200, "/api/models/kernels-community/demo-fetch/refs") == 1);
+    CHECK(fx.server->count_status(401, "/api/kernels/kernels-community/demo-fetch/") == 1);
+    CHECK(fx.server->count_status(200, "/api/models/kernels-community/demo-fetch/refs") == 1);
     CHECK(result->commit == fx.commit);
   }
   SECTION("a private repo answers a bare 401 without a token and serves with one") {
@@ -297,7 +282,7 @@ TEST_CASE("a Hub error on revision resolution serves a complete cached snapshot 
     const auto start = std::chrono::steady_clock::now();
     auto result = fx.fetch(c.by_version ? version : revision, config);
     const auto elapsed = std::chrono::steady_clock::now() - start;
-    CHECK(count_status(*fx.server, c.status, c.path) == 1);  // asked once, not retried
+    CHECK(fx.server->count_status(c.status, c.path) == 1);  // asked once, not retried
     REQUIRE(result);
     CHECK(elapsed < std::chrono::seconds(2));
     CHECK(result->from_cache);
@@ -318,7 +303,7 @@ TEST_CASE("a Hub error on revision resolution with nothing usable cached is a ty
   fx.server->set_faults(plan);
   auto uncached = fx.fetch(main_revision(), fx.config());
   REQUIRE_FALSE(uncached);
-  CHECK(count_status(*fx.server, 503, "/revision/") == 6);  // no cache: the usual retries
+  CHECK(fx.server->count_status(503, "/revision/") == 6);  // no cache: the usual retries
   CHECK(uncached.error().code == ErrorCode::http_status);
 
   SECTION("a damaged cached snapshot is never served") {
@@ -333,7 +318,7 @@ TEST_CASE("a Hub error on revision resolution with nothing usable cached is a ty
     fx.server->reset_requests();
     auto refused = fx.fetch(main_revision(), fx.config());
     REQUIRE_FALSE(refused);
-    CHECK(count_status(*fx.server, 503, "/revision/") == 7);  // one quick try, then 6
+    CHECK(fx.server->count_status(503, "/revision/") == 7);  // one quick try, then 6
     CHECK(refused.error().code == ErrorCode::http_status);
   }
 }

@@ -51,12 +51,6 @@ Timed timed_fetch(FetchFixture& fx, std::initializer_list<std::pair<const char*,
   return {std::move(result), std::chrono::duration<double>(Clock::now() - start).count()};
 }
 
-std::size_t count_status(const hub::server::HubServer& server, int status) {
-  std::size_t n = 0;
-  for (const auto& r : server.requests()) n += r.status == status ? 1 : 0;
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("the throughput floor trips on a trickle and never on a steady link above it") {
@@ -240,7 +234,7 @@ TEST_CASE("a stall after the headers fails with timeout and names the stall vari
     plan.path_filter = "/api/";
     fx.server->set_faults(plan);
     auto [result, seconds] = timed_fetch(fx, {{"HF_HUB_ETAG_TIMEOUT", "0.3"}}, 1);
-    CHECK(count_status(*fx.server, 200) == 2);  // headers went out, twice, then nothing
+    CHECK(fx.server->count_status(200) == 2);  // headers went out, twice, then nothing
     REQUIRE_FALSE(result);
     CHECK(result.error().code == ErrorCode::timeout);
     CHECK_THAT(result.error().message, Catch::Contains("HF_HUB_ETAG_TIMEOUT"));
@@ -270,7 +264,7 @@ TEST_CASE("an hour's Retry-After is not waited for, and retry waits add up to a 
     fx.server->set_faults(plan);
     // Real one-second units: a wait would show in the wall time.
     auto [result, seconds] = timed_fetch(fx, {{"KERNELHUB_RETRY_BASE_MS", "1000"}}, 5);
-    CHECK(count_status(*fx.server, 429) == 1);  // asked once, never retried
+    CHECK(fx.server->count_status(429) == 1);  // asked once, never retried
     REQUIRE_FALSE(result);
     CHECK(result.error().code == ErrorCode::rate_limited);
     CHECK_THAT(result.error().message, Catch::Contains("KERNELHUB_MAX_RETRY_WAIT (60 s)"));
@@ -281,7 +275,7 @@ TEST_CASE("an hour's Retry-After is not waited for, and retry waits add up to a 
     plan.fail_path_filter = "/lfs-objects/";  // the API calls pass, the .so's body is refused
     fx.server->set_faults(plan);
     auto [result, seconds] = timed_fetch(fx, {{"KERNELHUB_RETRY_BASE_MS", "1000"}}, 5);
-    CHECK(count_status(*fx.server, 429) == 1);
+    CHECK(fx.server->count_status(429) == 1);
     CHECK(fx.server->count("GET", "/lfs-objects/") == 1);
     REQUIRE_FALSE(result);
     CHECK(result.error().code == ErrorCode::rate_limited);
@@ -293,7 +287,7 @@ TEST_CASE("an hour's Retry-After is not waited for, and retry waits add up to a 
     plan.retry_after_seconds = 10;  // RateLimit t=10: 11 units per wait
     fx.server->set_faults(plan);
     auto [result, seconds] = timed_fetch(fx, {{"KERNELHUB_MAX_RETRY_WAIT_TOTAL", "25"}}, 5);
-    CHECK(count_status(*fx.server, 429) == 3);  // two waits of 11, a third would pass 25
+    CHECK(fx.server->count_status(429) == 3);  // two waits of 11, a third would pass 25
     REQUIRE_FALSE(result);
     CHECK(result.error().code == ErrorCode::rate_limited);
     CHECK_THAT(result.error().message, Catch::Contains("KERNELHUB_MAX_RETRY_WAIT_TOTAL"));

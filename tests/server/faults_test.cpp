@@ -43,7 +43,7 @@ Download download(ServerFixture& fx, const std::string& path,
 
 TEST_CASE("reset fault drops the connection mid-body, reset_times times", "[server][faults]") {
   ServerFixture fx;
-  const std::string bytes = testing::read_file(fx.source / "build/torch-cpu/weights.dat");
+  const std::string bytes = testing::slurp(fx.source / "build/torch-cpu/weights.dat");
   const std::string url = lfs_url(fx, "build/torch-cpu/weights.dat");
   FaultPlan plan;
   plan.reset_after_bytes = 100000;
@@ -60,7 +60,7 @@ TEST_CASE("reset fault drops the connection mid-body, reset_times times", "[serv
 
 TEST_CASE("corrupt fault flips one byte and keeps the length", "[server][faults]") {
   ServerFixture fx;
-  const std::string bytes = testing::read_file(fx.source / "build/torch-cpu/demo/__init__.py");
+  const std::string bytes = testing::slurp(fx.source / "build/torch-cpu/demo/__init__.py");
   FaultPlan plan;
   plan.corrupt_one_byte = true;
   fx.server->set_faults(plan);
@@ -97,7 +97,7 @@ TEST_CASE("fail_status answers 429 with Retry-After and RateLimit, then recovers
 
 TEST_CASE("ignore_range answers a Range request with 200 and the full body", "[server][faults]") {
   ServerFixture fx;
-  const std::string bytes = testing::read_file(fx.source / "build/torch-cpu/weights.dat");
+  const std::string bytes = testing::slurp(fx.source / "build/torch-cpu/weights.dat");
   const std::string url = lfs_url(fx, "build/torch-cpu/weights.dat");
   FaultPlan plan;
   plan.ignore_range = true;
@@ -128,6 +128,6 @@ TEST_CASE("path_filter limits download faults to matching files", "[server][faul
   plan.path_filter = "__init__.py";
   fx.server->set_faults(plan);
   CHECK(download(fx, kResolve + "README.md").body == "# demo kernel\n");
-  const std::string py = testing::read_file(fx.source / "build/torch-cpu/demo/__init__.py");
+  const std::string py = testing::slurp(fx.source / "build/torch-cpu/demo/__init__.py");
   CHECK(download(fx, kResolve + "build/torch-cpu/demo/__init__.py").body != py);
 }

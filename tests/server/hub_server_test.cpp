@@ -94,12 +94,12 @@ TEST_CASE("tree entries carry oid, size and lfs, paths may be %2F-encoded", "[se
   auto c = fx.client();
   const json entries = get_json(c, kApi + "/tree/main/build%2Ftorch-cpu%2Fdemo");
   REQUIRE(entries.size() == 3);
-  const std::string py = testing::read_file(fx.source / "build/torch-cpu/demo/__init__.py");
+  const std::string py = testing::slurp(fx.source / "build/torch-cpu/demo/__init__.py");
   CHECK(entries[0] == json{{"type", "file"},
                            {"path", "build/torch-cpu/demo/__init__.py"},
                            {"oid", trust::git_blob_sha1_hex(py)},
                            {"size", py.size()}});
-  const std::string so = testing::read_file(fx.source / "build/torch-cpu/demo/_ops.so");
+  const std::string so = testing::slurp(fx.source / "build/torch-cpu/demo/_ops.so");
   CHECK(entries[1]["lfs"]["oid"] == trust::sha256_hex(so));
   CHECK(entries[1]["lfs"]["size"] == so.size());
   CHECK(entries[1]["size"] == so.size());
@@ -151,14 +151,14 @@ TEST_CASE("HEAD on a regular file: 200, git-sha1 ETag, X-Repo-Commit, Content-Le
   CHECK_FALSE(res->has_header("Content-Encoding"));
   auto body = c.Get((kResolve + fx.commit + "/build/torch-cpu/demo/__init__.py").c_str());
   REQUIRE(body);
-  CHECK(body->body == testing::read_file(file));
+  CHECK(body->body == testing::slurp(file));
 }
 
 TEST_CASE("HEAD on an LFS file: 302 to our LFS URL with X-Linked-Etag and X-Linked-Size",
           "[server]") {
   ServerFixture fx;
   auto c = fx.client();
-  const std::string bytes = testing::read_file(fx.source / "build/torch-cpu/weights.dat");
+  const std::string bytes = testing::slurp(fx.source / "build/torch-cpu/weights.dat");
   auto res = c.Head((kResolve + "v1.0.0/build/torch-cpu/weights.dat").c_str());
   REQUIRE(res);
   CHECK(res->status == 302);
@@ -188,7 +188,7 @@ TEST_CASE("HEAD on an LFS file: 302 to our LFS URL with X-Linked-Etag and X-Link
 TEST_CASE("Range requests get 206 with the right slice, and 416 past the end", "[server]") {
   ServerFixture fx;
   auto c = fx.client();
-  const std::string bytes = testing::read_file(fx.source / "build/torch-cpu/weights.dat");
+  const std::string bytes = testing::slurp(fx.source / "build/torch-cpu/weights.dat");
   auto head = c.Head((kResolve + "main/build/torch-cpu/weights.dat").c_str());
   REQUIRE(head);
   const std::string lfs_path = path_of(head->get_header_value("Location"), fx.host());

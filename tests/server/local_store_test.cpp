@@ -21,11 +21,11 @@ TEST_CASE("publish snapshots the source tree with Hub oids and LFS flags", "[sto
                                           "build/torch-cpu/demo/sub/deep.txt",
                                           "build/torch-cpu/weights.dat"});  // no __pycache__ / .pyc
   for (const auto& [path, file] : commit->files) {
-    const std::string bytes = testing::read_file(fx.source / path);
+    const std::string bytes = testing::slurp(fx.source / path);
     CHECK(file.size == bytes.size());
     CHECK(file.sha256 == trust::sha256_hex(bytes));
     CHECK(file.git_oid == trust::git_blob_sha1_hex(bytes));
-    CHECK(testing::read_file(store.object_path(kTestRepo, file.sha256)) == bytes);
+    CHECK(testing::slurp(store.object_path(kTestRepo, file.sha256)) == bytes);
   }
   CHECK_FALSE(commit->files.at("build/torch-cpu/demo/__init__.py").lfs);
   CHECK(commit->files.at("build/torch-cpu/demo/_ops.so").lfs);  // by extension
@@ -36,7 +36,7 @@ TEST_CASE("publish snapshots the source tree with Hub oids and LFS flags", "[sto
 
 TEST_CASE("commit id is the sha1 of the stored canonical commit JSON", "[store]") {
   testing::StoreFixture fx;
-  const auto text = testing::read_file(fx.store / kTestRepo.org / kTestRepo.name / "commits" /
+  const auto text = testing::slurp(fx.store / kTestRepo.org / kTestRepo.name / "commits" /
                                        (fx.commit + ".json"));
   trust::Sha1 sha1;
   sha1.update(text);

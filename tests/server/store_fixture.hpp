@@ -15,7 +15,6 @@ namespace kernelhub::testing {
 
 inline const trust::RepoId kTestRepo{"kernels-community", "demo-kernel"};
 
-std::string read_file(const std::filesystem::path& path);
 void write_file(const std::filesystem::path& path, const std::string& content);
 
 // build/torch-cpu/demo/{__init__.py, _ops.so, sub/deep.txt}, build/torch-cpu/weights.dat

@@ -29,14 +29,14 @@ int spawn(const std::vector<std::string>& argv, const EnvOverrides& env,
   return spawn_process(argv, env, actions);
 }
 
+}  // namespace
+
 std::string slurp(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
-
-}  // namespace
 
 std::vector<std::string> environment_with(const EnvOverrides& overrides) {
   std::map<std::string, std::string> vars;

@@ -12,6 +12,9 @@
 
 namespace kernelhub::testing {
 
+// The whole file as bytes; empty when it cannot be read.
+std::string slurp(const std::filesystem::path& path);
+
 struct CommandResult {
   int exit_code = -1;
   std::string out;
