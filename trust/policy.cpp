@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -135,15 +136,18 @@ Result<std::set<std::uint32_t>> id_set(const toml::node& node, const std::string
 // The [daemon] limit keys with their accepted ranges; nullptr when `key` is not one.
 std::optional<std::uint64_t>* limit_slot(DaemonLimitSettings& limits, std::string_view key,
                                          std::uint64_t& max) {
-  const struct {
+  struct Key {
     std::string_view key;
     std::optional<std::uint64_t> DaemonLimitSettings::*slot;
     std::uint64_t max;
-  } keys[] = {{"max_connections", &DaemonLimitSettings::max_connections, 65536},
-              {"max_connections_per_uid", &DaemonLimitSettings::max_connections_per_uid, 65536},
-              {"idle_timeout_s", &DaemonLimitSettings::idle_timeout_s, 86400},
-              {"frame_timeout_s", &DaemonLimitSettings::frame_timeout_s, 3600},
-              {"max_downloads", &DaemonLimitSettings::max_downloads, 1024}};
+  };
+  const std::array<Key, 5> keys{{
+      {"max_connections", &DaemonLimitSettings::max_connections, 65536},
+      {"max_connections_per_uid", &DaemonLimitSettings::max_connections_per_uid, 65536},
+      {"idle_timeout_s", &DaemonLimitSettings::idle_timeout_s, 86400},
+      {"frame_timeout_s", &DaemonLimitSettings::frame_timeout_s, 3600},
+      {"max_downloads", &DaemonLimitSettings::max_downloads, 1024},
+  }};
   for (const auto& k : keys) {
     if (k.key == key) {
       max = k.max;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
+#include <utility>
 
 #include "tests/daemon_integration/workspace.hpp"
 
@@ -21,7 +22,7 @@ const std::string kDeepBody =
 
 class HostileUpstream {
  public:
-  explicit HostileUpstream(const std::string& good_endpoint) : good_(good_endpoint) {
+  explicit HostileUpstream(std::string good_endpoint) : good_(std::move(good_endpoint)) {
     const auto handle = [this](const httplib::Request& req, httplib::Response& res) {
       if (hostile) {
         ++hostile_answers;

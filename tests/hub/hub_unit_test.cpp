@@ -79,7 +79,7 @@ TEST_CASE("map_http_error survives hostile error bodies and keeps its message sh
   CHECK(nested.message.find("HTTP 404") != std::string::npos);
 
   // A non-string "error" within the bounds: compact JSON, one line, cut short.
-  std::string wide = "{\"error\":{\"a\":[";
+  std::string wide = R"({"error":{"a":[)";
   for (int i = 0; i < 1000; ++i) wide += (i ? ",\"" : "\"") + std::to_string(i) + "\\n\"";
   wide += "]}}";
   const auto object = map_http_error(500, {}, wide, "u");
@@ -90,13 +90,13 @@ TEST_CASE("map_http_error survives hostile error bodies and keeps its message sh
 
   // Huge strings, in the body and in X-Error-Message, are cut as well; control bytes go.
   const auto huge = map_http_error(503, {{"x-error-message", std::string(100'000, 'm') + "\r\n"}},
-                                   "{\"error\":\"" + std::string(1'000'000, 'e') + "\"}", "u");
+                                   R"({"error":")" + std::string(1'000'000, 'e') + R"("})", "u");
   CHECK(huge.message.size() < 1000);
   CHECK(huge.message.find('\r') == std::string::npos);
 
   // A body over the error-body bound is not parsed at all; nothing is invented from it.
   const auto big =
-      map_http_error(500, {}, "{\"error\":\"x\"," + std::string(70'000, ' ') + "}", "u");
+      map_http_error(500, {}, R"({"error":"x",)" + std::string(70'000, ' ') + "}", "u");
   CHECK(big.message.find(": x") == std::string::npos);
 }
 
