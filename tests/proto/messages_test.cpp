@@ -57,7 +57,7 @@ std::vector<GoldenCase> golden_cases() {
                   "/var/cache/kernelhub/kernels--kernels-community--relu/snapshots/" + kCommit,
                   {{"build/" + kVariant + "/_relu.abi3.so", 104857600, kSha, 0},
                    {"build/" + kVariant + "/__init__.py", 0, kEmptySha, 1}},
-                  "503 from the Hub"};
+                  "http_status: HTTP 503 from the Hub"};
 
   LsReply ls{
       3, nlohmann::json::array({{{"repo", "kernels-community/relu"},
