@@ -58,17 +58,11 @@ Result<std::string> link_target_name(int dir_fd, const std::string& name, std::s
   return std::string(slash == std::string_view::npos ? text : text.substr(slash + 1));
 }
 
-}  // namespace
-
-Result<void> check_blob_fd(int fd, std::uint64_t size, std::string_view what) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0)
-    return fail(ErrorCode::io, "fstat " + std::string(what) + ": " + std::strerror(errno));
+// What a handed-out blob must be, from its stat: a regular file of the manifest's size that
+// neither group nor others can write.
+Result<void> check_blob_stat(const struct stat& st, std::uint64_t size, std::string_view what) {
   if (!S_ISREG(st.st_mode))
     return fail(ErrorCode::unsafe_path, std::string(what) + " is not a regular file");
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || (flags & O_ACCMODE) != O_RDONLY)
-    return fail(ErrorCode::unsafe_path, std::string(what) + " was not handed out read-only");
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     return fail(ErrorCode::unsafe_kernel,
                 std::string(what) +
@@ -80,6 +74,18 @@ Result<void> check_blob_fd(int fd, std::uint64_t size, std::string_view what) {
                                               " bytes, the manifest says " + std::to_string(size));
   }
   return ok();
+}
+
+}  // namespace
+
+Result<void> check_blob_fd(int fd, std::uint64_t size, std::string_view what) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return fail(ErrorCode::io, "fstat " + std::string(what) + ": " + std::strerror(errno));
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || (flags & O_ACCMODE) != O_RDONLY)
+    return fail(ErrorCode::unsafe_path, std::string(what) + " was not handed out read-only");
+  return check_blob_stat(st, size, what);
 }
 
 Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& repo,
@@ -94,11 +100,11 @@ Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& rep
   auto blobs = open_in_cache(root_fd, folder + "/blobs", O_RDONLY | O_DIRECTORY,
                              "the blobs folder of " + repo.str());
   KH_TRY(blobs);
-  auto snapshot = open_in_cache(root_fd, folder + "/snapshots/" + std::string(commit),
-                                O_RDONLY | O_DIRECTORY, "snapshot " + std::string(commit));
-  KH_TRY(snapshot);
+  const std::string snapshot = folder + "/snapshots/" + std::string(commit);
 
-  std::map<std::string, UniqueFd> link_dirs;  // snapshot subfolder -> fd, opened once
+  // Snapshot subfolder -> fd, opened once, straight from the root (a warm hand-out is a
+  // handful of syscalls per file: it is on every fetch's path).
+  std::map<std::string, UniqueFd> link_dirs;
   std::vector<UniqueFd> out;
   out.reserve(files.size());
   for (const auto& file : files) {
@@ -110,39 +116,39 @@ Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& rep
                                               "') is not a sha");
     }
     // The snapshot that users and tools see must name the blob handed out.
-    const auto slash = safe->rfind('/');
-    const std::string dir = slash == std::string::npos ? "" : safe->substr(0, slash);
-    auto found = link_dirs.find(dir);
-    if (found == link_dirs.end()) {
-      UniqueFd dir_fd;
-      if (dir.empty()) {
-        dir_fd.reset(::fcntl(snapshot->get(), F_DUPFD_CLOEXEC, 0));
-        if (!dir_fd) return fail(ErrorCode::io, std::string("dup: ") + std::strerror(errno));
-      } else {
-        auto opened = open_in_cache(snapshot->get(), dir, O_RDONLY | O_DIRECTORY, *safe);
+    if (options.check_snapshot_links) {
+      const auto slash = safe->rfind('/');
+      const std::string dir = slash == std::string::npos ? "" : safe->substr(0, slash);
+      auto found = link_dirs.find(dir);
+      if (found == link_dirs.end()) {
+        auto opened = open_in_cache(root_fd, dir.empty() ? snapshot : snapshot + "/" + dir,
+                                    O_RDONLY | O_DIRECTORY,
+                                    dir.empty() ? "snapshot " + std::string(commit) : *safe);
         KH_TRY(opened);
-        dir_fd = std::move(*opened);
+        found = link_dirs.emplace(dir, std::move(*opened)).first;
       }
-      found = link_dirs.emplace(dir, std::move(dir_fd)).first;
-    }
-    auto linked = link_target_name(found->second.get(), safe->substr(slash + 1), *safe);
-    KH_TRY(linked);
-    if (*linked != file.etag) {
-      return fail(ErrorCode::unsafe_path, "the snapshot link of " + *safe + " points at " +
-                                              trust::sanitize_for_message(*linked) +
-                                              ", the manifest says " + file.etag);
+      auto linked = link_target_name(found->second.get(), safe->substr(slash + 1), *safe);
+      KH_TRY(linked);
+      if (*linked != file.etag) {
+        return fail(ErrorCode::unsafe_path, "the snapshot link of " + *safe + " points at " +
+                                                trust::sanitize_for_message(*linked) +
+                                                ", the manifest says " + file.etag);
+      }
     }
 
     // O_NONBLOCK: a FIFO planted as a blob must not block the open; cleared below.
     auto fd = open_in_cache(blobs->get(), file.etag, O_RDONLY | O_NONBLOCK, "the blob of " + *safe);
     KH_TRY(fd);
     struct stat st {};
-    if (::fstat(fd->get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-        (st.st_mode & options.strip_own_write_bits) != 0) {
-      (void)::fchmod(fd->get(), st.st_mode & 07777 & ~options.strip_own_write_bits);
+    if (::fstat(fd->get(), &st) != 0)
+      return fail(ErrorCode::io, "fstat the blob of " + *safe + ": " + std::strerror(errno));
+    if (S_ISREG(st.st_mode) && (st.st_mode & options.strip_own_write_bits) != 0 &&
+        st.st_uid == ::geteuid() &&
+        ::fchmod(fd->get(), st.st_mode & 07777 & ~options.strip_own_write_bits) == 0) {
+      st.st_mode &= ~options.strip_own_write_bits;
     }
-    KH_TRY(check_blob_fd(fd->get(), file.size, "the blob of " + *safe));
-    (void)::fcntl(fd->get(), F_SETFL, O_RDONLY);
+    KH_TRY(check_blob_stat(st, file.size, "the blob of " + *safe));
+    (void)::fcntl(fd->get(), F_SETFL, O_RDONLY);  // we opened it O_RDONLY: no need to check
     out.push_back(std::move(*fd));
   }
   return out;

@@ -28,11 +28,16 @@ struct HandoutOptions {
   // daemon's shared cache is read-only once published (0222); a user's own cache only drops
   // group/other write (0022), which huggingface_hub leaves with umask 002.
   mode_t strip_own_write_bits = 0022;
+  // Whether snapshots/<commit>/<path> must link to the blob handed out. The daemon skips it
+  // on a warm hand-out of a manifest it checked when it published or first handed it out:
+  // only its own user writes its snapshots, and the fds are of the blobs, not the links.
+  bool check_snapshot_links = true;
 };
 
 // For each file, in order: opens <repo folder>/blobs/<etag> read-only beneath `root_fd`
 // (trust::open_beneath: no symlink anywhere below the root, no '..', no other mount), checks
-// that snapshots/<commit>/<path> links to that blob, and checks the open fd with
+// that snapshots/<commit>/<path> links to that blob (unless told not to), and checks the
+// open fd with
 // check_blob_fd. Errors: unsafe_path (a symlink where a directory or blob should be, a blob
 // that is not a regular file, a snapshot link naming another blob), unsafe_kernel (writable
 // by group or others), size_mismatch, entry_not_found (blob or link missing), io.

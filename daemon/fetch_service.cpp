@@ -141,7 +141,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   const std::string spec = spec_of(request, *platform);
   if (auto manifest = warm_manifest(resolve_key, spec)) {
     KH_TRY(may_hand_out(*manifest));
-    auto out = hand_out(*manifest, request.id, with_fds_now, true);
+    auto out = hand_out(*manifest, request.id, with_fds_now, true, /*warm=*/true);
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
@@ -184,7 +184,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   Manifest manifest{result->repo, result->commit, result->variants, result->snapshot_path.string(),
                     result->files};
   KH_TRY(may_hand_out(manifest));
-  auto out = hand_out(manifest, request.id, with_fds_now, result->from_cache);
+  auto out = hand_out(manifest, request.id, with_fds_now, result->from_cache, /*warm=*/false);
   if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
   return out;
 }
@@ -304,7 +304,7 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
 }
 
 Result<HandOut> FetchService::hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
-                                       bool from_cache) const {
+                                       bool from_cache, bool warm) const {
   HandOut out;
   out.reply.id = id;
   out.reply.repo = manifest.repo.str();
@@ -315,9 +315,10 @@ Result<HandOut> FetchService::hand_out(const Manifest& manifest, proto::RequestI
   std::vector<cache::HandoutFile> files;
   files.reserve(manifest.files.size());
   for (const auto& file : manifest.files) files.push_back({file.path, file.etag, file.size});
-  // The shared cache is read-only once published (0444), whoever wrote it.
+  // The shared cache is read-only once published (0444), whoever wrote it. A warm manifest's
+  // snapshot links were checked at its first hand-out.
   auto fds = cache::open_handout(root_fd_.get(), manifest.repo, manifest.commit, files,
-                                 cache::HandoutOptions{0222});
+                                 cache::HandoutOptions{0222, !warm});
   if (!fds) return fail(fds.error());
   for (std::size_t i = 0; i < manifest.files.size(); ++i) {
     const auto& file = manifest.files[i];

@@ -78,8 +78,9 @@ class FetchService {
   // Blocks until flight `ticket` may download; false when stop_queued() came first.
   bool wait_turn(std::uint64_t ticket);
   void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline);
+  // `warm`: a memoised manifest, whose snapshot links an earlier hand-out checked.
   Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
-                           bool from_cache) const;
+                           bool from_cache, bool warm) const;
 
   std::filesystem::path root_;
   UniqueFd root_fd_;
