@@ -121,8 +121,9 @@ Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& rep
       const std::string dir = slash == std::string::npos ? "" : safe->substr(0, slash);
       auto found = link_dirs.find(dir);
       if (found == link_dirs.end()) {
-        auto opened = open_in_cache(root_fd, dir.empty() ? snapshot : snapshot + "/" + dir,
-                                    O_RDONLY | O_DIRECTORY,
+        std::string path = snapshot;
+        if (!dir.empty()) path.append("/").append(dir);
+        auto opened = open_in_cache(root_fd, path, O_RDONLY | O_DIRECTORY,
                                     dir.empty() ? "snapshot " + std::string(commit) : *safe);
         KH_TRY(opened);
         found = link_dirs.emplace(dir, std::move(*opened)).first;
