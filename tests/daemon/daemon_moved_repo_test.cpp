@@ -61,6 +61,8 @@ TEST_CASE(
   CHECK(message.find("now resolves to SageAttention/demo-fetch") != std::string::npos);
   CHECK(message.find("DIFFUSERS_TRUST_REMOTE_KERNELS") != std::string::npos);
   CHECK(refused.fds.empty());
+  // The shared download did follow the move: the new org was asked for its files.
+  CHECK(h.fx.server->count("GET", "SageAttention/demo-fetch") >= 1);
 
   const auto allowed = client.call(fetch_request({"kernels-community", "moved"}, 2,
                                                  {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}}));

@@ -185,9 +185,10 @@ std::optional<proto::ReceivedFrame> WireClient::read(std::chrono::milliseconds t
 bool WireClient::hung_up(std::chrono::milliseconds timeout) {
   auto frame = reader_->read(timeout);
   if (!frame) {
-    if (frame.error().code == ErrorCode::timeout)
-      throw std::runtime_error("hung_up: still open after the timeout");
-    return true;  // reset by the peer: closed
+    // Only a reset or a broken pipe (network) is the peer hanging up; anything else fails.
+    if (frame.error().code != ErrorCode::network)
+      throw std::runtime_error("hung_up: " + frame.error().message);
+    return true;
   }
   return !*frame;
 }
