@@ -47,6 +47,9 @@ export HF_HOME="${DEMO}/hf-home" HF_HUB_CACHE="${CACHE}" HF_HUB_DISABLE_TELEMETR
 # With telemetry off, kernels 0.17.2 + huggingface_hub 2.4.0 would send a User-Agent ending in
 # "; ", which httpx rejects; an origin suffix keeps it valid.
 export HF_HUB_USER_AGENT_ORIGIN=kernelhub-demo
+# The client selects the build variant for the torch it runs against, found at run time: here
+# the project venv's, as a user's activated virtualenv would be.
+export KERNELHUB_PYTHON="${PYTHON}"
 
 step "serving the local demo Hub (build/fixtures/hub) on loopback"
 "${KERNELHUB}" serve --root "${BUILD}/fixtures/hub" --port 0 --port-file "${WORK}/port" \
