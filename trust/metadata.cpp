@@ -96,6 +96,16 @@ Result<KernelMetadata> parse_kernel_metadata(std::string_view text) {
   if (const auto it = doc.find("digest"); it != doc.end() && !it->is_null()) {
     KH_TRY(parse_digest(*it, out));
   }
+  if (const auto it = doc.find("kernel-depends"); it != doc.end() && !it->is_null()) {
+    if (!it->is_array()) return malformed("'kernel-depends' must be an array");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      auto dependency = parse_kernel_dependency(
+          (*it)[i], "metadata.json: kernel-depends[" + std::to_string(i) + "]",
+          ErrorCode::malformed_response);
+      KH_TRY(dependency);
+      out.kernel_depends.push_back(std::move(*dependency));
+    }
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
-// kernel-builder's metadata.json, the one parser for the fetcher and the loader: every field
-// is optional and unknown fields are allowed (older builds carry only python-depends).
-// Per-file digests arrived in 2026-06.
+// kernel-builder's metadata.json, the one parser for the fetcher, the locker and the loader:
+// every field is optional and unknown fields are allowed (older builds carry only
+// python-depends); a `kernel-depends` list must be well formed. Per-file digests arrived in
+// 2026-06.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +9,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "trust/kernel_dependency.hpp"
 #include "trust/result.hpp"
 
 namespace kernelhub::trust {
@@ -24,6 +27,8 @@ struct KernelMetadata {
   std::optional<std::string> version;
   std::optional<std::string> digest_algorithm;
   std::map<std::string, std::string> file_digests;  // variant-relative path -> base64 sha256
+  // Other Hub kernels this build loads (kernel-builder's `kernel-depends`), locked with it.
+  std::vector<KernelDependency> kernel_depends;
   bool has_digest() const { return digest_algorithm.has_value(); }
 };
 

@@ -50,6 +50,10 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "io";
     case ErrorCode::policy:
       return "policy";
+    case ErrorCode::malformed_lockfile:
+      return "malformed_lockfile";
+    case ErrorCode::not_locked:
+      return "not_locked";
     case ErrorCode::protocol_error:
       return "protocol_error";
     case ErrorCode::unsupported_protocol:

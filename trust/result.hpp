@@ -35,6 +35,8 @@ enum class ErrorCode {
   disk_full,
   io,
   policy,  // admin policy file problems
+  malformed_lockfile,  // kernels.lock that is neither format, or has a bad entry
+  not_locked,          // a lockfile is in force and does not lock what was asked for
   // kernelhubd wire protocol (docs/protocol.md); these names travel as `code` strings.
   protocol_error,        // request before hello, second hello, ...
   unsupported_protocol,  // client protocol below the daemon's minimum

@@ -9,6 +9,8 @@ int exit_code_for(ErrorCode code) {
   switch (code) {
     case ErrorCode::invalid_argument:
     case ErrorCode::policy:
+    case ErrorCode::malformed_lockfile:
+    case ErrorCode::not_locked:
       return 2;
     case ErrorCode::untrusted_publisher:
     case ErrorCode::remote_code_disabled:

@@ -1,0 +1,95 @@
+#include "trust/project_manifest.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "trust/toml_bounds.hpp"
+
+namespace kernelhub::trust {
+namespace {
+
+// pyproject.toml files carry whole build configurations; 1 MiB is far above any real one.
+constexpr TomlBounds kProjectToml{1u << 20, 16384};
+constexpr std::size_t kMaxDependencies = 1024;
+
+Unexpected invalid(const std::string& source, const std::string& why) {
+  return fail(ErrorCode::invalid_argument, source + ": " + why);
+}
+
+Result<std::optional<std::string>> read_small_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::optional<std::string>{};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::io, "cannot read " + path.string());
+  std::string text(kProjectToml.max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return std::optional<std::string>{std::move(text)};
+}
+
+// nullopt when the text has no (or an empty) dependency table.
+Result<std::optional<std::vector<KernelDependency>>> parse_table(std::string_view toml_text,
+                                                                 const std::string& source) {
+  if (auto bounded = check_toml_shape(toml_text, kProjectToml, ErrorCode::invalid_argument);
+      !bounded) {
+    return invalid(source, bounded.error().message);
+  }
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << "invalid TOML: " << e.description() << " (line " << e.source().begin.line << ")";
+    return invalid(source, msg.str());
+  }
+  const auto* table = root["tool"]["kernels"]["dependencies"].as_table();
+  if (table == nullptr || table->empty()) return std::optional<std::vector<KernelDependency>>{};
+  if (table->size() > kMaxDependencies) return invalid(source, "more than 1024 dependencies");
+  std::vector<KernelDependency> out;
+  for (const auto& [key, value] : *table) {
+    const std::string name(key.str());
+    auto repo = RepoId::parse(name);
+    if (!repo) return invalid(source, "dependency '" + name + "': " + repo.error().message);
+    const auto* version = value.as_integer();
+    if (version == nullptr || version->get() < 0) {
+      return invalid(source, "dependency '" + name +
+                                 "' must be a non-negative integer version (branch v<N>)");
+    }
+    out.push_back(KernelDependency{*repo, static_cast<std::uint64_t>(version->get())});
+  }
+  return std::optional{std::move(out)};
+}
+
+}  // namespace
+
+Result<std::vector<KernelDependency>> parse_project_dependencies(std::string_view toml_text,
+                                                                 const std::string& source) {
+  auto deps = parse_table(toml_text, source);
+  KH_TRY(deps);
+  if (!*deps) {
+    return invalid(source, "no [tool.kernels.dependencies] table with \"org/name\" = <version>");
+  }
+  return std::move(**deps);
+}
+
+Result<std::vector<KernelDependency>> read_project_dependencies(
+    const std::filesystem::path& project_dir) {
+  for (const auto name : {kPyprojectFile, kKernelhubManifestFile}) {
+    const auto path = project_dir / name;
+    auto text = read_small_file(path);
+    KH_TRY(text);
+    if (!*text) continue;
+    // A pyproject.toml without the table is an ordinary Python project: try the next file.
+    auto deps = parse_table(**text, path.string());
+    KH_TRY(deps);
+    if (*deps) return std::move(**deps);
+  }
+  return fail(ErrorCode::invalid_argument,
+              "neither " + (project_dir / kPyprojectFile).string() + " nor " +
+                  (project_dir / kKernelhubManifestFile).string() +
+                  " declares [tool.kernels.dependencies]");
+}
+
+}  // namespace kernelhub::trust
