@@ -49,6 +49,7 @@ proto::FetchRequest fetch_message(const hub::FetchRequest& request, const trust:
     m.backend = request.platform.backend;
   }
   m.env = trust_env(env);
+  if (request.from_lock) m.locked = request.locked_variant_hashes;
   return m;
 }
 

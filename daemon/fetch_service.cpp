@@ -62,6 +62,12 @@ std::string spec_of(const proto::FetchRequest& r, const std::optional<hub::Platf
     spec += std::string(p->cxx11_abi ? "\ncxx11\n" : "\ncxx98\n") + p->backend;
     spec += '\n' + p->arch + '\n' + p->os;
   }
+  // A locked request refuses what an unlocked one accepts (a redirect, a variant whose hash
+  // differs): it shares flights only with requests under the same lock.
+  if (r.locked) {
+    spec += "\nlocked";
+    for (const auto& [variant, hash] : *r.locked) spec += '\n' + variant + '=' + hash;
+  }
   return spec;
 }
 
@@ -117,6 +123,9 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
       return fail(ErrorCode::invalid_request, "request fields must not contain control characters");
     }
   }
+  if (request.locked && !(request.revision && hub::is_commit_sha(*request.revision))) {
+    return fail(ErrorCode::invalid_request, "a locked request names its commit as the revision");
+  }
   if (request.version && *request.version > 1'000'000)
     return fail(ErrorCode::invalid_request, "version out of range");
   // Only the client's trust variables count, bounded by the admin policy, at every hand-out.
@@ -135,12 +144,33 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
                 repo->str() + " now resolves to " + manifest.repo.str() + ": " + moved.reason);
   };
 
+  // A lockfile entry is handed out at its locked commit only, each variant only when the
+  // lock's hash (legacy format) matches the files' object ids.
+  const auto matches_lock = [&](const Manifest& manifest) -> Result<void> {
+    if (!request.locked) return ok();
+    if (manifest.commit != *request.revision) {
+      return fail(ErrorCode::not_locked, repo->str() + "@" + *request.revision + " resolves to " +
+                                             manifest.repo.str() + "@" + manifest.commit +
+                                             ", which the lockfile does not pin");
+    }
+    hub::FetchRequest locked;
+    locked.repo = manifest.repo;
+    locked.locked_variant_hashes = *request.locked;
+    std::vector<std::pair<std::string, std::string>> ids;
+    for (const auto& file : manifest.files) ids.emplace_back(file.path, file.etag);
+    for (const auto& variant : manifest.variants) {
+      KH_TRY(hub::check_locked_hashes(locked, manifest.commit, variant, ids));
+    }
+    return ok();
+  };
+
   auto platform = client_platform(request);
   if (!platform) return fail(platform.error());
   const std::string resolve_key = resolve_key_of(*repo, request);
   const std::string spec = spec_of(request, *platform);
   if (auto manifest = warm_manifest(resolve_key, spec)) {
     KH_TRY(may_hand_out(*manifest));
+    KH_TRY(matches_lock(*manifest));
     auto out = hand_out(*manifest, request.id, with_fds_now, true, /*warm=*/true);
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
@@ -158,6 +188,8 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   fetch.variant = request.variant;
   fetch.all_variants = request.all_variants;
   fetch.target_platform = *platform;
+  fetch.from_lock = request.locked.has_value();
+  if (request.locked) fetch.locked_variant_hashes = *request.locked;
   const bool offline = env_true(request, "HF_HUB_OFFLINE");
   auto flight = join_or_start(resolve_key, spec, fetch, offline);
 
@@ -184,6 +216,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   Manifest manifest{result->repo, result->commit, result->variants, result->snapshot_path.string(),
                     result->files};
   KH_TRY(may_hand_out(manifest));
+  KH_TRY(matches_lock(manifest));
   auto out = hand_out(manifest, request.id, with_fds_now, result->from_cache, /*warm=*/false);
   if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
   return out;

@@ -123,6 +123,9 @@ Result<FetchResult> Fetcher::fetch_from_cache(const FetchRequest& request) {
     auto files = hash_variant(snapshot, variant);
     if (!files) return fail(files.error());
     KH_TRY(verify_cached_variant(snapshot, variant, *files));
+    std::vector<std::pair<std::string, std::string>> ids;
+    for (const auto& file : *files) ids.emplace_back(file.path, file.etag);
+    KH_TRY(check_locked_hashes(request, *commit, variant, ids));
     for (auto& file : *files) result.files.push_back(std::move(file));
   }
   return result;

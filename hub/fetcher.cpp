@@ -3,10 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "hub/fetch_plan.hpp"
 #include "hub/kernel_status.hpp"
+#include "trust/lockfile.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -14,14 +14,6 @@ namespace {
 constexpr auto kStaleTempAge = std::chrono::hours(1);
 constexpr int kMaxRedirectHops = 4;
 constexpr std::size_t kMaxStatusFile = std::size_t{64} * 1024;
-
-std::optional<int> branch_version(std::string_view name) {
-  if (name.size() < 2 || name.front() != 'v') return std::nullopt;
-  int value = 0;
-  const auto [ptr, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), value);
-  if (ec != std::errc() || ptr != name.data() + name.size() || value < 0) return std::nullopt;
-  return value;
-}
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -31,24 +23,10 @@ std::string join(const std::vector<std::string>& items) {
 
 Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request, bool retry) {
   if (!request.version) return api.resolve_revision(request.repo, *request.revision, retry);
-  auto refs = api.list_refs(request.repo, retry);
-  if (!refs) return fail(refs.error());
-  std::vector<int> versions;
-  for (const auto& branch : refs->branches) {
-    const auto version = branch_version(branch.name);
-    if (!version) continue;
-    if (*version == *request.version) return branch.target_commit;
-    versions.push_back(*version);
+  if (*request.version < 0) {
+    return fail(ErrorCode::invalid_argument, "a version is a non-negative integer");
   }
-  std::sort(versions.begin(), versions.end());
-  std::vector<std::string> names;
-  names.reserve(versions.size());
-  for (int v : versions) names.push_back(std::to_string(v));
-  return fail(ErrorCode::version_not_found,
-              "version " + std::to_string(*request.version) + " of " + request.repo.str() +
-                  " not found; " +
-                  (names.empty() ? "the repo has no version branches"
-                                 : "available versions: " + join(names)));
+  return api.resolve_version(request.repo, static_cast<std::uint64_t>(*request.version), retry);
 }
 
 // What huggingface_hub's snapshot_download serves the cache for: the Hub unreachable, or any
@@ -70,6 +48,14 @@ bool is_fallback_error(ErrorCode code) {
 }
 
 }  // namespace
+
+Result<void> check_locked_hashes(const FetchRequest& request, const std::string& commit,
+                                 const std::string& variant,
+                                 const std::vector<std::pair<std::string, std::string>>& files) {
+  if (request.locked_variant_hashes.empty()) return ok();
+  const trust::LockEntry entry{request.repo, std::nullopt, commit, request.locked_variant_hashes};
+  return trust::check_locked_variant(entry, variant, files);
+}
 
 bool is_ignored_kernel_file(std::string_view path) {
   if (path.ends_with(".pyc")) return true;
@@ -184,6 +170,11 @@ Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchR
     return fail(redirect.error().code, request.repo.str() + ": " + redirect.error().message);
   if (!*redirect) return std::optional<FetchRequest>();
   const auto& destination = (*redirect)->destination;
+  if (request.from_lock) {
+    return fail(ErrorCode::not_locked,
+                request.repo.str() + "@" + commit + " redirects to " + destination.str() +
+                    ", which the lockfile does not pin; lock " + destination.str() + " instead");
+  }
   if (hops >= kMaxRedirectHops) {
     return fail(ErrorCode::malformed_response, request.repo.str() + " redirects more than " +
                                                    std::to_string(kMaxRedirectHops) +
@@ -235,6 +226,14 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   for (const auto& variant : *variants) {
     auto files = api_.list_tree(request.repo, *commit, "build/" + variant, true);
     if (!files) return fail(files.error());
+    if (!request.locked_variant_hashes.empty()) {
+      std::vector<std::pair<std::string, std::string>> ids;
+      for (const auto& entry : *files) {
+        if (entry.is_file && !is_ignored_kernel_file(entry.path))
+          ids.emplace_back(entry.path, entry.etag());
+      }
+      KH_TRY(check_locked_hashes(request, *commit, variant, ids));
+    }
     KH_TRY(plan.add_variant(variant, *files));
   }
   KH_TRY(plan.download(progress));

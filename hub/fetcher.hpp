@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cache/kernel_cache.hpp"
@@ -32,6 +34,12 @@ struct FetchRequest {
   PlatformOverrides platform;
   // Exact platform to select for (tests, daemons); skips detect_platform.
   std::optional<Platform> target_platform;
+  // A kernels.lock entry: `revision` is the locked commit, and a kernel-status.toml
+  // redirect is refused (it would leave the lock). A legacy lock also gives each variant's
+  // git_lfs_concat hash, checked against the tree listing before any download and against
+  // the cached blob names offline.
+  bool from_lock = false;
+  std::map<std::string, std::string> locked_variant_hashes;
 };
 
 struct FetchedFile {
@@ -93,6 +101,12 @@ class Fetcher {
   bool status_missing_ = false;  // this fetch's repo has no kernel-status.toml
   HubApi api_;
 };
+
+// A legacy lock's hash for `variant` against its files (repo path, object id); ok when the
+// request carries no hashes.
+Result<void> check_locked_hashes(const FetchRequest& request, const std::string& commit,
+                                 const std::string& variant,
+                                 const std::vector<std::pair<std::string, std::string>>& files);
 
 // Files the `kernels` library never downloads (*.pyc, __pycache__/).
 bool is_ignored_kernel_file(std::string_view path);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "hub/api_url.hpp"
@@ -18,6 +19,14 @@ std::optional<std::uint64_t> to_size(const std::optional<std::string>& text) {
   std::uint64_t value = 0;
   const auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
   if (ec != std::errc() || ptr != text->data() + text->size()) return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint64_t> branch_version(std::string_view name) {
+  if (name.size() < 2 || name.front() != 'v') return std::nullopt;
+  std::uint64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), value);
+  if (ec != std::errc() || ptr != name.data() + name.size()) return std::nullopt;
   return value;
 }
 
@@ -160,6 +169,26 @@ Result<std::string> HubApi::resolve_revision(const trust::RepoId& repo, std::str
   });
   if (!response) return fail(response.error());
   return parse_revision_json(response->body);
+}
+
+Result<std::string> HubApi::resolve_version(const trust::RepoId& repo, std::uint64_t version,
+                                            bool retry) {
+  auto refs = list_refs(repo, retry);
+  if (!refs) return fail(refs.error());
+  std::vector<std::uint64_t> versions;
+  for (const auto& branch : refs->branches) {
+    const auto found = branch_version(branch.name);
+    if (!found) continue;
+    if (*found == version) return branch.target_commit;
+    versions.push_back(*found);
+  }
+  std::sort(versions.begin(), versions.end());
+  std::string names;
+  for (const auto v : versions) names += (names.empty() ? "" : ", ") + std::to_string(v);
+  return fail(ErrorCode::version_not_found,
+              "version " + std::to_string(version) + " of " + repo.str() + " not found; " +
+                  (names.empty() ? "the repo has no version branches"
+                                 : "available versions: " + names));
 }
 
 Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std::string_view commit,

@@ -74,6 +74,9 @@ class HubApi {
   // A 40-hex revision is returned as is, without a request.
   Result<std::string> resolve_revision(const trust::RepoId& repo, std::string_view revision,
                                        bool retry = true);
+  // Branch v<version> -> its commit; version_not_found lists the versions the repo has.
+  Result<std::string> resolve_version(const trust::RepoId& repo, std::uint64_t version,
+                                      bool retry = true);
   // Entries under `path_in_repo` ("" for the root), following Link rel="next" pages. Any
   // hostile or malformed entry fails the whole listing (unsafe_path / malformed_response).
   Result<std::vector<TreeEntry>> list_tree(const trust::RepoId& repo, std::string_view commit,

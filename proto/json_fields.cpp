@@ -104,6 +104,15 @@ Result<std::map<std::string, std::string>> Fields::string_map(const char* key) c
   return out;
 }
 
+Result<std::optional<std::map<std::string, std::string>>> Fields::optional_string_map(
+    const char* key) const {
+  const auto* v = find(key);
+  if (!v || v->is_null()) return std::optional<std::map<std::string, std::string>>{};
+  auto map = string_map(key);
+  KH_TRY(map);
+  return std::optional{std::move(*map)};
+}
+
 Result<const nlohmann::json*> Fields::array(const char* key) const {
   const auto* v = find(key);
   if (!v || !v->is_array()) return invalid(key, "an array");

@@ -33,6 +33,10 @@ json to_json(const FetchRequest& m) {
   put_optional(j, "os", m.os);
   j["env"] = json::object();
   for (const auto& [key, value] : m.env) j["env"][key] = value;
+  if (m.locked) {
+    j["locked"] = json::object();
+    for (const auto& [variant, hash] : *m.locked) j["locked"][variant] = hash;
+  }
   return j;
 }
 

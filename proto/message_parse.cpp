@@ -61,6 +61,7 @@ Result<Message> parse_fetch(const Fields& f, bool prefetch) {
   KH_PROTO_GET(os, platform_token(f, "os"));
   KH_PROTO_GET(cxx11_abi, f.optional_boolean("cxx11_abi"));
   KH_PROTO_GET(env, f.string_map("env"));
+  KH_PROTO_GET(locked, f.optional_string_map("locked"));
   m.id = id;
   m.repo = std::move(repo);
   m.version = version;
@@ -73,6 +74,7 @@ Result<Message> parse_fetch(const Fields& f, bool prefetch) {
   m.arch = std::move(arch);
   m.os = std::move(os);
   m.env = std::move(env);
+  m.locked = std::move(locked);
   return Message{std::move(m)};
 }
 

@@ -53,6 +53,10 @@ struct FetchRequest {
   std::optional<std::string> arch;  // "x86_64", "aarch64"
   std::optional<std::string> os;    // "linux", "darwin", "windows"
   std::map<std::string, std::string> env;
+  // Present when the request comes from a kernels.lock entry (`revision` is then the locked
+  // commit): variant -> legacy git_lfs_concat hash, empty for the kernels format. The daemon
+  // hands out only that commit, and each variant only if its hash matches.
+  std::optional<std::map<std::string, std::string>> locked;
   bool operator==(const FetchRequest&) const = default;
 };
 

@@ -1,4 +1,4 @@
-// `kernelhub download ORG/NAME (--version N | --revision REV) ...`: fetches through
+// `kernelhub download (ORG/NAME (--version N | --revision REV) | --lockfile FILE) ...`: fetches through
 // kernelhubd when one answers on the socket, else in-process against the user's cache, and
 // prints where the variant landed.
 #include <CLI/CLI.hpp>
@@ -20,6 +20,14 @@ struct DownloadArgs {
 };
 
 int run_download(const DownloadArgs& args) {
+  if (args.fetch.lockfile) {
+    auto requests = make_locked_requests(args.fetch);
+    if (!requests) return report(requests.error());
+    return fetch_each(args.fetch, *requests, /*prefetch=*/false);
+  }
+  if (args.repo.empty()) {
+    return report(Error{ErrorCode::invalid_argument, "name a kernel ORG/NAME, or --lockfile"});
+  }
   auto request = make_request(args.fetch, args.repo);
   if (!request) return report(request.error());
   auto client = open_client(args.fetch.client);
@@ -42,8 +50,8 @@ void register_download(CLI::App& app, Action& action) {
   auto* cmd =
       app.add_subcommand("download", "Download a kernel's build variant into the cache (verified)");
   cmd->footer(kExitCodes);
-  cmd->add_option("repo", args->repo, "Kernel repository ORG/NAME")->required();
-  add_fetch_options(*cmd, args->fetch);
+  auto* repo = cmd->add_option("repo", args->repo, "Kernel repository ORG/NAME");
+  add_fetch_options(*cmd, args->fetch, repo);
   cmd->callback([args, &action] { action = [args] { return run_download(*args); }; });
 }
 

@@ -4,12 +4,19 @@
 
 #include <iostream>
 
+#include "client/cli/exit_codes.hpp"
+#include "client/cli/progress_bar.hpp"
+#include "trust/lockfile.hpp"
+
 namespace kernelhub::cli {
 
-void add_fetch_options(CLI::App& cmd, FetchArgs& args) {
+void add_fetch_options(CLI::App& cmd, FetchArgs& args, CLI::Option* repos) {
+  auto* lockfile = cmd.add_option("--lockfile", args.lockfile,
+                                  "Fetch every kernel of this kernels.lock at its locked commit");
   auto* version = cmd.add_option("--version", args.version, "Major version (branch vN)");
   auto* revision = cmd.add_option("--revision", args.revision, "Branch, tag or commit sha");
   version->excludes(revision);
+  lockfile->excludes(version)->excludes(revision)->excludes(repos);
   auto* variant =
       cmd.add_option("--variant", args.variant, "Exact build variant (folder under build/)");
   auto* all = cmd.add_flag("--all-variants", args.all_variants, "Fetch every build variant");
@@ -37,6 +44,55 @@ Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string&
   request.platform.torch_version = args.torch_version;
   request.platform.backend = args.backend;
   return request;
+}
+
+Result<std::vector<hub::FetchRequest>> make_locked_requests(const FetchArgs& args) {
+  auto lock = trust::read_lockfile(*args.lockfile);
+  if (!lock) return fail(lock.error());
+  if (lock->entries.empty()) {
+    return fail(ErrorCode::malformed_lockfile, *args.lockfile + " locks no kernel");
+  }
+  std::vector<hub::FetchRequest> requests;
+  for (const auto& entry : lock->entries) {
+    hub::FetchRequest request;
+    request.repo = entry.repo;
+    request.revision = entry.commit;
+    request.variant = args.variant;
+    request.all_variants = args.all_variants;
+    request.platform.torch_version = args.torch_version;
+    request.platform.backend = args.backend;
+    request.from_lock = true;
+    request.locked_variant_hashes = entry.variant_hashes;
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
+
+int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requests,
+               bool prefetch) {
+  auto client = open_client(args.client);
+  if (!client) return report(client.error());
+  int exit_code = 0;
+  auto out = nlohmann::json::array();
+  for (const auto& request : requests) {
+    ProgressBar bar;
+    const auto on_progress = [&bar](const hub::FetchProgress& p) { bar.update(p); };
+    auto result = prefetch ? client->prefetch(request, on_progress)
+                           : client->fetch(request, on_progress);
+    bar.finish();
+    if (!result) {
+      const int code = report(result.error());
+      if (exit_code == 0) exit_code = code;
+      continue;
+    }
+    if (args.json) {
+      out.push_back(fetched_to_json(*result));
+    } else {
+      print_variant_paths(*result);
+    }
+  }
+  if (args.json) std::cout << out.dump(2) << "\n";
+  return exit_code;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "client/cli/client_options.hpp"
 #include "client/client.hpp"
@@ -13,11 +14,13 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace kernelhub::cli {
 
 struct FetchArgs {
+  std::optional<std::string> lockfile;  // every entry at its locked commit
   std::optional<int> version;
   std::optional<std::string> revision;
   std::optional<std::string> variant;
@@ -28,11 +31,20 @@ struct FetchArgs {
   ClientArgs client;
 };
 
-// --version/--revision/--variant/--all-variants/--torch-version/--backend/--json plus the
-// client options.
-void add_fetch_options(CLI::App& cmd, FetchArgs& args);
+// --lockfile/--version/--revision/--variant/--all-variants/--torch-version/--backend/--json
+// plus the client options. `repos` is the command's positional argument, which --lockfile
+// replaces.
+void add_fetch_options(CLI::App& cmd, FetchArgs& args, CLI::Option* repos);
 
 Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string& repo);
+// One request per lockfile entry: the entry's repo at its locked commit (legacy entries with
+// their variant hashes), the variant flags as given.
+Result<std::vector<hub::FetchRequest>> make_locked_requests(const FetchArgs& args);
+
+// Fetches (or prefetches) each request in turn through one client, printing paths or one
+// JSON array; every request is tried, the exit code is the first failure's.
+int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requests,
+               bool prefetch);
 
 // {"repo","commit","variants","variant"?,"path","snapshot","from_cache","via_daemon",
 // "cache_fallback" (null, or the Hub error that made a fetch serve the cache),"files"}

@@ -57,15 +57,16 @@ def files_under(root: Path) -> dict[str, bytes]:
 
 
 class HubServer:
-    """`kernelhub serve --root HUB_ROOT --port 0 --port-file F` as a child process."""
+    """`kernelhub serve --root ROOT --port 0 --port-file F` as a child process (ROOT: the
+    fixture store unless given)."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, root: Path = HUB_ROOT):
         assert KERNELHUB.exists(), f"{KERNELHUB} is not built (scripts/build.sh)"
-        assert HUB_ROOT.is_dir(), f"fixture hub store {HUB_ROOT} is missing (scripts/build.sh)"
+        assert root.is_dir(), f"hub store {root} is missing (scripts/build.sh)"
         port_file = workdir / "serve.port"
         self._log = open(workdir / "serve.log", "wb")
         self.proc = subprocess.Popen(
-            [str(KERNELHUB), "serve", "--root", str(HUB_ROOT), "--port", "0",
+            [str(KERNELHUB), "serve", "--root", str(root), "--port", "0",
              "--port-file", str(port_file)],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
