@@ -1,0 +1,99 @@
+// kernels.lock through kernelhubd: `download --lockfile` is served at the locked commit from
+// the daemon's cache, and a legacy lock whose variant hash does not match is refused before
+// the daemon downloads anything, and again when the kernel is already warm in its memo.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/client/daemon_fixture.hpp"
+
+namespace fs = std::filesystem;
+using namespace kernelhub::testing;
+using nlohmann::json;
+
+namespace {
+
+CommandResult cli(const std::vector<std::string>& args, const FixtureHub& hub,
+                  const fs::path& socket) {
+  return run_kernelhub(args, {{"HF_ENDPOINT", hub.endpoint()},
+                              {"HF_HUB_CACHE", "/nonexistent/user-cache"},
+                              {"KERNELS_CACHE", ""},
+                              {"KERNELHUB_SOCKET", socket.string()},
+                              {"KERNELHUB_REQUIRE_DAEMON", "1"}});
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+std::size_t blob_count(const fs::path& cache) {
+  const fs::path blobs = cache / "kernels--kernels-community--relu" / "blobs";
+  std::error_code ec;
+  if (!fs::exists(blobs, ec)) return 0;
+  return static_cast<std::size_t>(
+      std::distance(fs::directory_iterator(blobs), fs::directory_iterator()));
+}
+
+}  // namespace
+
+TEST_CASE("download --lockfile through kernelhubd: locked commits, legacy hashes checked",
+          "[cli][daemon][lockfile]") {
+  FixtureHub hub;
+  DaemonFixture daemon(hub);
+  TempDir dir;
+  {
+    std::ofstream(dir.path() / "kernelhub.toml")
+        << "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n";
+  }
+  const auto locked = cli({"lock", dir.path().string(), "--format", "legacy", "-o",
+                           (dir.path() / "legacy.lock").string()},
+                          hub, daemon.socket());
+  INFO(locked.err);
+  REQUIRE(locked.exit_code == 0);
+  auto legacy = read_json(dir.path() / "legacy.lock");
+  REQUIRE(legacy.size() == 1);
+  const std::string commit = legacy[0]["sha"];
+  REQUIRE(legacy[0]["variants"].contains(KH_FIXTURE_VARIANT));
+
+  auto tampered = legacy;
+  tampered[0]["variants"][KH_FIXTURE_VARIANT]["hash"] = "sha256-" + std::string(64, '0');
+  std::ofstream(dir.path() / "tampered.lock") << tampered.dump(2);
+  const std::vector<std::string> bad{"download", "--lockfile",
+                                     (dir.path() / "tampered.lock").string(), "--json"};
+
+  // Cold: refused from the tree listing, before the daemon downloads a byte.
+  hub.reset_requests();
+  auto refused = cli(bad, hub, daemon.socket());
+  CHECK(refused.exit_code == 7);
+  CHECK_THAT(refused.err, Catch::Contains("hash_mismatch") && Catch::Contains(commit));
+  CHECK(blob_count(daemon.cache()) == 0);
+  CHECK(hub.count("", "/resolve/" + commit + "/build/") == 0);  // no file of the variant was asked for
+
+  // The right lock: served by the daemon at the locked commit.
+  auto served = cli({"download", "--lockfile", (dir.path() / "legacy.lock").string(), "--json"},
+                    hub, daemon.socket());
+  INFO(served.err);
+  REQUIRE(served.exit_code == 0);
+  const auto out = json::parse(served.out);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0]["via_daemon"] == true);
+  CHECK(out[0]["commit"] == commit);
+  CHECK(blob_count(daemon.cache()) > 0);
+
+  // Warm: the daemon's memo holds the manifest now, and the hash is checked on it too.
+  hub.reset_requests();
+  refused = cli(bad, hub, daemon.socket());
+  CHECK(refused.exit_code == 7);
+  CHECK_THAT(refused.err, Catch::Contains("hash_mismatch"));
+  CHECK(json::parse(refused.out).empty());  // nothing handed out
+
+  // The kernels format (no hashes) pins the same commit through the daemon.
+  const auto kernels_lock = cli({"lock", dir.path().string()}, hub, daemon.socket());
+  REQUIRE(kernels_lock.exit_code == 0);
+  served = cli({"download", "--lockfile", (dir.path() / "kernels.lock").string(), "--json"}, hub,
+               daemon.socket());
+  REQUIRE(served.exit_code == 0);
+  CHECK(json::parse(served.out)[0]["commit"] == commit);
+}
