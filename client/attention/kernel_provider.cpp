@@ -8,6 +8,7 @@
 #include "client/client.hpp"
 #include "hub/fetcher.hpp"
 #include "kernelhub/attention_dispatch.hpp"
+#include "trust/lockfile.hpp"
 #include "trust/repo_id.hpp"
 
 namespace kernelhub::attention::detail {
@@ -20,6 +21,12 @@ std::optional<trust::Environment> g_environment;
 std::mutex g_fetch_mutex;
 std::optional<client::Client> g_client;
 
+// The lockfile in force: set_kernel_lockfile's, else KERNELHUB_LOCKFILE. Parsed once per
+// path. Guarded by g_lock_mutex.
+std::mutex g_lock_mutex;
+std::optional<std::optional<std::string>> g_lockfile_override;
+std::optional<std::pair<std::string, trust::Lockfile>> g_lockfile;
+
 bool is_refusal(ErrorCode code) {
   switch (code) {
     case ErrorCode::untrusted_publisher:
@@ -29,6 +36,7 @@ bool is_refusal(ErrorCode code) {
     case ErrorCode::unsafe_kernel:
     case ErrorCode::unsafe_path:
     case ErrorCode::permission_denied:
+    case ErrorCode::not_locked:
       return true;
     default:
       return false;
@@ -110,6 +118,38 @@ loader::KernelSource to_source(client::FetchedKernel&& fetched) {
   return source;
 }
 
+// The lock entry that pins spec.repo, or nullopt when no lockfile is in force. A repo the
+// lock does not name, or locks at another version than the backend loads, is refused.
+std::optional<trust::LockEntry> locked_entry(const HubKernelSpec& spec, const trust::RepoId& repo,
+                                             const std::string& context) {
+  std::lock_guard lock(g_lock_mutex);
+  const std::optional<std::string> path =
+      g_lockfile_override ? *g_lockfile_override
+                          : process_environment().get("KERNELHUB_LOCKFILE");
+  if (!path || path->empty()) return std::nullopt;
+  if (!g_lockfile || g_lockfile->first != *path) {
+    auto parsed = trust::read_lockfile(*path);
+    if (!parsed) raise(parsed.error(), context, "Check KERNELHUB_LOCKFILE.");
+    g_lockfile.emplace(*path, std::move(*parsed));
+  }
+  const std::string relock = "Add \"" + repo.str() + "\" = " + std::to_string(spec.version) +
+                             " to [tool.kernels.dependencies] and run `kernelhub lock`, or unset "
+                             "KERNELHUB_LOCKFILE.";
+  const auto* entry = g_lockfile->second.find(repo);
+  if (entry == nullptr) {
+    raise(Error{ErrorCode::not_locked, repo.str() + " is not in the lockfile " + *path + "."},
+          context, relock);
+  }
+  if (entry->dependency && entry->dependency->has_version() &&
+      entry->dependency->version() != static_cast<std::uint64_t>(spec.version)) {
+    raise(Error{ErrorCode::not_locked, *path + " locks " + entry->dependency->describe() +
+                                           ", the backend loads version " +
+                                           std::to_string(spec.version) + "."},
+          context, relock);
+  }
+  return *entry;
+}
+
 std::shared_ptr<const loader::LoadedKernel> load_local(std::string_view backend,
                                                        std::string_view key,
                                                        const std::string& path) {
@@ -130,11 +170,19 @@ const trust::Environment& process_environment() {
   return *g_environment;
 }
 
+void set_lockfile_override(std::optional<std::optional<std::string>> path) {
+  std::lock_guard lock(g_lock_mutex);
+  g_lockfile_override = std::move(path);
+  g_lockfile.reset();
+}
+
 void reload_process_environment() {
   std::lock_guard fetch_lock(g_fetch_mutex);
   std::lock_guard lock(g_environment_mutex);
   g_environment = trust::Environment::from_process();
   g_client.reset();  // it was opened with the old environment
+  std::lock_guard lock_file(g_lock_mutex);
+  g_lockfile.reset();  // KERNELHUB_LOCKFILE may name another file now
 }
 
 std::map<std::string, std::string, std::less<>> parse_local_kernels(std::string_view value) {
@@ -202,6 +250,12 @@ std::shared_ptr<const loader::LoadedKernel> provide_hub_kernel(const HubKernelSp
   request.repo = *repo;
   request.version = spec.version;
   request.platform = fetch_platform(loader::current_runtime());
+  if (auto entry = locked_entry(spec, *repo, context)) {
+    request.version.reset();
+    request.revision = entry->commit;
+    request.from_lock = true;
+    request.locked_variant_hashes = entry->variant_hashes;
+  }
 
   std::lock_guard lock(g_fetch_mutex);  // the shared client carries one request at a time
   auto fetched = shared_client().fetch(request);

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -33,6 +34,8 @@ struct HubKernelSpec {
 
 // The loaded hub kernel: LOCAL_KERNELS[repo] when set (a local build, no download), else
 // fetched, verified and loaded. The trust variables are read from the process environment.
+// With a lockfile in force (set_kernel_lockfile, else KERNELHUB_LOCKFILE) the repo is
+// fetched at its locked commit; a repo the lock does not name is refused (KernelRefused).
 std::shared_ptr<const loader::LoadedKernel> provide_hub_kernel(const HubKernelSpec& spec);
 
 struct LibrarySpec {
@@ -45,6 +48,9 @@ struct LibrarySpec {
 // A locally installed kernel library (LOCAL_KERNELS[library]) whose metadata version
 // satisfies the pin.
 std::shared_ptr<const loader::LoadedKernel> provide_local_library(const LibrarySpec& spec);
+
+// set_kernel_lockfile's state: nullopt = follow KERNELHUB_LOCKFILE; {nullopt} = no lock.
+void set_lockfile_override(std::optional<std::optional<std::string>> path);
 
 // The process environment as seen by the dispatcher (read once; tests may reload it).
 const trust::Environment& process_environment();

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "client/attention/kernel_provider.hpp"
 #include "client/attention/registry.hpp"
 
 namespace kernelhub::attention::detail {
@@ -167,5 +168,9 @@ std::vector<std::string> list_backends() {
 
 bool checks_enabled() { return detail::state().checks.load(std::memory_order_relaxed); }
 void set_checks_enabled(bool enabled) { detail::state().checks.store(enabled); }
+
+void set_kernel_lockfile(const std::string& path) {
+  detail::set_lockfile_override(std::optional<std::string>(path));
+}
 
 }  // namespace kernelhub::attention

@@ -52,6 +52,7 @@ HubEnvironment::HubEnvironment(HubEnvironmentOptions options) : cache_(dir_.path
       {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
       {"KERNELHUB_REQUIRE_DAEMON", ""},
       {"KERNELHUB_POLICY", ""},
+      {"KERNELHUB_LOCKFILE", ""},
       // No daemon unless asked: a socket path that does not exist means embedded mode.
       {"KERNELHUB_SOCKET", (dir_.path() / "no-daemon.sock").string()}};
   if (options.with_daemon) {

@@ -12,7 +12,8 @@
 // "native"), DIFFUSERS_ATTN_CHECKS (1/ON/YES/TRUE: per-call input checks), the trust
 // variables DIFFUSERS_TRUST_REMOTE_KERNELS / DIFFUSERS_DISABLE_REMOTE_CODE, HF_ENDPOINT,
 // KERNELHUB_SOCKET and the cache variables (how hub kernels are fetched), LOCAL_KERNELS
-// (repo_or_library=path:... for local kernel builds).
+// (repo_or_library=path:... for local kernel builds), KERNELHUB_LOCKFILE (a kernels.lock
+// that pins every hub kernel; see set_kernel_lockfile).
 //
 // Every error is an exception derived from std::runtime_error whose message says what is
 // wrong and how to fix it.
@@ -95,5 +96,11 @@ std::vector<std::string> list_backends();
 // DIFFUSERS_ATTN_CHECKS at start-up; can be switched at run time.
 bool checks_enabled();
 void set_checks_enabled(bool enabled);
+
+// Pins every hub backend to the commits of this kernels.lock (either format, as written by
+// `kernelhub lock` or `kernels lock`), in place of KERNELHUB_LOCKFILE; "" turns pinning off.
+// A hub backend whose repo the lock does not name (or names at another version) is refused
+// with KernelRefused. Applies to kernels loaded from now on: a loaded kernel stays loaded.
+void set_kernel_lockfile(const std::string& path);
 
 }  // namespace kernelhub::attention

@@ -1,0 +1,124 @@
+// KERNELHUB_LOCKFILE and set_kernel_lockfile: a hub backend is fetched at its locked commit
+// (in-process and through kernelhubd), a repo the lock does not name is refused with what to
+// run, and a legacy lock whose variant hash does not match is refused before dlopen.
+#include <fstream>
+
+#include <ATen/ops/randn.h>
+#include <nlohmann/json.hpp>
+
+#include "client/attention/include/kernelhub/attention.hpp"
+#include "tests/attention/hub_environment.hpp"
+
+// Last: c10 defines its own CHECK macro, which must not replace Catch's.
+#include <catch2/catch.hpp>
+
+namespace fs = std::filesystem;
+namespace ka = kernelhub::attention;
+using kernelhub::testing::HubEnvironment;
+using kernelhub::testing::max_abs_diff;
+using kernelhub::testing::sdpa_reference;
+using kernelhub::testing::set_dispatcher_env;
+using kernelhub::testing::TempDir;
+
+namespace {
+
+const fs::path kFlashFolder = "kernels--kernels-community--flash-attn2";
+
+// `kernelhub lock` of a project that depends on `repo` = version, against the fixture Hub.
+fs::path lock_project(const HubEnvironment& hub, const fs::path& dir, const std::string& repo,
+                      int version, const std::string& format = "kernels") {
+  std::ofstream(dir / "kernelhub.toml")
+      << "[tool.kernels.dependencies]\n\"" << repo << "\" = " << version << "\n";
+  const fs::path out = dir / (format + ".lock");
+  const auto result = kernelhub::testing::run_command(
+      {std::string(KH_BIN_DIR) + "/kernelhub", "lock", dir.string(), "--format", format, "-o",
+       out.string()},
+      {{"HF_ENDPOINT", hub.endpoint()}});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  return out;
+}
+
+std::string locked_commit(const fs::path& lock) {
+  std::ifstream in(lock);
+  const auto doc = nlohmann::json::parse(in);
+  return doc[0].contains("lock") ? doc[0]["lock"]["commit"] : doc[0]["sha"];
+}
+
+void flash_hub_matches_sdpa() {
+  const at::Tensor q = at::randn({1, 16, 2, 64});
+  ka::AttentionOptions options;
+  options.backend = "flash_hub";
+  CHECK(max_abs_diff(ka::dispatch_attention(q, q, q, options), sdpa_reference(q, q, q)) <= 1e-4);
+}
+
+// The daemon, when there is one, fills the same cache directory.
+void check_locked_fetch(const HubEnvironment& hub) {
+  TempDir dir;
+  const auto lock = lock_project(hub, dir.path(), "kernels-community/flash-attn2", 3);
+  set_dispatcher_env({{"KERNELHUB_LOCKFILE", lock.string()}});
+  { ka::BackendGuard guard("flash_hub"); }
+  flash_hub_matches_sdpa();
+  const fs::path folder = hub.cache() / kFlashFolder;
+  CHECK(fs::is_directory(folder / "snapshots" / locked_commit(lock)));
+  // Asked by commit, not by version: the floating ref v3 was never resolved or written.
+  CHECK_FALSE(fs::exists(folder / "refs" / "v3"));
+}
+
+}  // namespace
+
+TEST_CASE("KERNELHUB_LOCKFILE fetches a hub backend at its locked commit", "[hub][lockfile]") {
+  HubEnvironment hub;
+  check_locked_fetch(hub);
+}
+
+TEST_CASE("KERNELHUB_LOCKFILE pins hub backends fetched through kernelhubd",
+          "[hub][lockfile][daemon]") {
+  HubEnvironment hub({.with_daemon = true, .env = {}});
+  check_locked_fetch(hub);
+}
+
+TEST_CASE("a hub backend whose repo the lock does not name is refused", "[hub][lockfile]") {
+  HubEnvironment hub;
+  TempDir dir;
+  const auto lock = lock_project(hub, dir.path(), "kernels-community/relu", 1);
+  ka::set_kernel_lockfile(lock.string());
+  try {
+    ka::BackendGuard guard("flash_hub");
+    FAIL("flash_hub was activated without a lock entry");
+  } catch (const ka::KernelRefused& e) {
+    CHECK_THAT(e.what(), Catch::Contains("kernels-community/flash-attn2 is not in the lockfile"));
+    CHECK_THAT(e.what(), Catch::Contains("kernelhub lock"));
+  }
+  CHECK_FALSE(fs::exists(hub.cache() / kFlashFolder));
+  CHECK(ka::active_backend() == "native");
+  // "" turns pinning off: the floating version is fetched.
+  ka::set_kernel_lockfile("");
+  { ka::BackendGuard guard("flash_hub"); }
+  CHECK(fs::exists(hub.cache() / kFlashFolder / "refs" / "v3"));
+}
+
+TEST_CASE("a legacy lock whose variant hash differs is refused before anything loads",
+          "[hub][lockfile][integrity]") {
+  HubEnvironment hub;
+  TempDir dir;
+  const auto lock = lock_project(hub, dir.path(), "kernels-community/flash-attn2", 3, "legacy");
+  nlohmann::json doc;
+  {
+    std::ifstream in(lock);
+    doc = nlohmann::json::parse(in);
+  }
+  for (auto& [variant, entry] : doc[0]["variants"].items()) {
+    entry["hash"] = "sha256-" + std::string(64, 'f');
+  }
+  std::ofstream(dir.path() / "tampered.lock") << doc.dump(2);
+  ka::set_kernel_lockfile((dir.path() / "tampered.lock").string());
+  CHECK_THROWS_AS(ka::BackendGuard("flash_hub"), ka::KernelRefused);
+  CHECK_THROWS_WITH(ka::BackendGuard("flash_hub"), Catch::Contains("hash_mismatch") ||
+                                                       Catch::Contains("hashes to"));
+  CHECK_FALSE(fs::exists(hub.cache() / kFlashFolder / "blobs"));
+  // The untampered legacy lock loads.
+  ka::set_kernel_lockfile(lock.string());
+  { ka::BackendGuard guard("flash_hub"); }
+  flash_hub_matches_sdpa();
+}
