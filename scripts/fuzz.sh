@@ -16,7 +16,7 @@ SECONDS_BUDGET="${1:-${FUZZ_SECONDS:-20}}"
 shift || true
 BUILD="${KERNELHUB_FUZZ_BUILD:-${ROOT}/build-fuzz}"
 ALL=(frame_decoder_fuzz hub_json_fuzz http_error_fuzz http_headers_fuzz metadata_fuzz
-  kernel_status_fuzz policy_fuzz elf_symbols_fuzz serve_fuzz)
+  kernel_status_fuzz policy_fuzz elf_symbols_fuzz serve_fuzz lockfile_fuzz)
 HARNESSES=("${@:-${ALL[@]}}")
 
 if ! command -v clang++ >/dev/null || ! command -v clang >/dev/null; then
@@ -38,7 +38,7 @@ cmake --build "${BUILD}" -j"${KERNELHUB_JOBS:-2}" --target "${HARNESSES[@]}"
 # Per harness: the longest input it is given (deep-nesting and big-list cases need room).
 max_len() {
   case "$1" in
-    hub_json_fuzz | http_error_fuzz | metadata_fuzz | kernel_status_fuzz | policy_fuzz) echo 65536 ;;
+    hub_json_fuzz | http_error_fuzz | metadata_fuzz | kernel_status_fuzz | policy_fuzz | lockfile_fuzz) echo 65536 ;;
     elf_symbols_fuzz) echo 16384 ;;
     frame_decoder_fuzz | serve_fuzz | http_headers_fuzz) echo 8192 ;;
     *) echo 4096 ;;

@@ -49,6 +49,15 @@ std::vector<GoldenCase> golden_cases() {
   prefetch.revision = "main";
   prefetch.variant = kVariant;
 
+  // A kernels.lock entry: the locked commit as the revision, a legacy variant hash.
+  FetchRequest locked;
+  locked.id = 11;
+  locked.repo = "kernels-community/relu";
+  locked.revision = kCommit;
+  locked.torch_version = "2.15";
+  locked.backend = "cpu";
+  locked.locked = std::map<std::string, std::string>{{kVariant, "sha256-" + kSha}};
+
   Fetched fetched{7,
                   "kernels-community/relu",
                   kCommit,
@@ -76,6 +85,7 @@ std::vector<GoldenCase> golden_cases() {
        Hello{1, {"fds", "progress"}, std::nullopt, "kernelhubd/0.1.0"}},
       {"fetch", Sender::client, fetch},
       {"fetch_older_client", Sender::client, older},
+      {"fetch_locked", Sender::client, locked},
       {"prefetch", Sender::client, prefetch},
       {"progress", Sender::daemon,
        Progress{7, "build/" + kVariant + "/_relu.abi3.so", 1048576, 104857600, 1, 4}},
