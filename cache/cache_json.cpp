@@ -12,10 +12,20 @@ nlohmann::json cached_repos_json(const std::vector<CachedRepo>& repos) {
                            {"variants", rev.variants},
                            {"size_bytes", rev.size_bytes}});
     }
-    list.push_back({{"repo", repo.repo.str()},
-                    {"path", repo.path.string()},
-                    {"size_bytes", repo.size_bytes},
-                    {"revisions", std::move(revisions)}});
+    nlohmann::json entry = {{"repo", repo.repo.str()},
+                            {"path", repo.path.string()},
+                            {"size_bytes", repo.size_bytes},
+                            {"revisions", std::move(revisions)}};
+    // Version branches whose move the rollback guard refused: what is served, what was not.
+    auto refused = nlohmann::json::array();
+    for (const auto& state : repo.versions) {
+      if (!state.refused) continue;
+      refused.push_back({{"ref", "v" + std::to_string(state.version)},
+                         {"accepted", state.accepted},
+                         {"refused", *state.refused}});
+    }
+    if (!refused.empty()) entry["refused_moves"] = std::move(refused);
+    list.push_back(std::move(entry));
   }
   return list;
 }

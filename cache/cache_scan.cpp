@@ -82,7 +82,7 @@ Result<std::vector<CachedRepo>> KernelCache::list() const {
     if (ec) return fail(ErrorCode::io, "cannot list " + root_.string() + ": " + ec.message());
     auto id = parse_repo_folder_name(it->path().filename().string());
     if (!id || !it->is_directory(ec)) continue;
-    CachedRepo repo{*id, it->path(), {}, 0};
+    CachedRepo repo{*id, it->path(), {}, 0, version_states(*id)};
     const fs::path blobs = it->path() / "blobs";
     for (fs::directory_iterator b(blobs, ec), bend; !ec && b != bend; b.increment(ec)) {
       const std::string name = b->path().filename().string();

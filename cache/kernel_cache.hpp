@@ -34,11 +34,21 @@ struct CachedRevision {
   std::uint64_t size_bytes = 0;       // sum of the blobs this snapshot references
 };
 
+// What kernelhub accepted for one version branch of a repo: the commit it serves for vN, and
+// the last commit the Hub offered for vN that was refused because it does not descend from
+// the accepted one (a rollback or a force-push).
+struct VersionState {
+  std::uint64_t version = 0;
+  std::string accepted;                 // 40 hex
+  std::optional<std::string> refused;  // 40 hex
+};
+
 struct CachedRepo {
   trust::RepoId repo;
   std::filesystem::path path;
   std::vector<CachedRevision> revisions;
   std::uint64_t size_bytes = 0;  // size of blobs/
+  std::vector<VersionState> versions;  // accepted version commits, by version
 };
 
 // An exclusive flock on .locks/<repo_folder>/<name>.lock (mode 0664, never deleted).
@@ -84,6 +94,14 @@ class KernelCache {
   // Atomic (temp + rename), no trailing newline. Written last, after the snapshot.
   Result<void> write_ref(const trust::RepoId& repo, std::string_view ref,
                          std::string_view commit) const;
+
+  // The state of version branch v<version>: <repo folder>/.kernelhub/v<N>.json, owned by
+  // whoever owns the cache (the daemon for its shared one); ignored by huggingface_hub. A
+  // missing or unreadable file is nullopt (nothing accepted yet).
+  std::optional<VersionState> read_version_state(const trust::RepoId& repo,
+                                                 std::uint64_t version) const;
+  std::vector<VersionState> version_states(const trust::RepoId& repo) const;
+  Result<void> write_version_state(const trust::RepoId& repo, const VersionState& state) const;
 
   // Creates snapshots/<commit>/<path> -> relative symlink to ../../blobs/<etag> for each
   // file, each replaced atomically (temp symlink + rename). Every blob must exist. On

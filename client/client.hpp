@@ -60,6 +60,8 @@ struct FetchedKernel {
   std::vector<HandedFile> files;
   // Non-empty when a Hub error made the fetch serve the cached snapshot: the Hub's error.
   std::string cache_fallback{};
+  // Non-empty when the rollback guard refused a vN move (the accepted commit was served).
+  std::string refused_move{};
 };
 
 // The socket a client would use: options.socket, else $KERNELHUB_SOCKET, else the default.

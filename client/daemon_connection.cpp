@@ -244,7 +244,8 @@ Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request,
                        fetched->from_cache,
                        /*via_daemon=*/true,
                        {},
-                       fetched->cache_fallback.value_or("")};
+                       fetched->cache_fallback.value_or(""),
+                       fetched->refused_move.value_or("")};
   for (auto& file : fetched->files) {
     HandedFile handed{std::move(file.path), file.size, std::move(file.sha256), {}};
     if (hand_out) {

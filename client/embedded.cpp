@@ -72,6 +72,7 @@ Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request,
                        result->from_cache,
                        /*via_daemon=*/false, {}};
   kernel.cache_fallback = result->cache_fallback;
+  kernel.refused_move = result->refused_move;
   if (hand_out) {
     auto files = hand_out_files(cache_, *result);
     if (!files) return fail(files.error());

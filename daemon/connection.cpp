@@ -78,8 +78,7 @@ class Session {
     status.uptime_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count();
     status.cache_root = ctx_.cache_root;
-    status.counters = {c.requests,          c.hits,   c.misses,      c.bytes_downloaded,
-                       c.upstream_requests, c.errors, c.connections, c.active_connections};
+    status.counters = c;
     return reply(proto::to_json(status));
   }
 

@@ -18,6 +18,7 @@ struct AtomicCounters {
   std::atomic<std::uint64_t> errors{0};
   std::atomic<std::uint64_t> connections{0};
   std::atomic<std::uint64_t> active_connections{0};
+  std::atomic<std::uint64_t> rollbacks_refused{0};
 
   DaemonCounters snapshot() const {
     constexpr auto relaxed = std::memory_order_relaxed;
@@ -28,7 +29,8 @@ struct AtomicCounters {
             upstream_requests.load(relaxed),
             errors.load(relaxed),
             connections.load(relaxed),
-            active_connections.load(relaxed)};
+            active_connections.load(relaxed),
+            rollbacks_refused.load(relaxed)};
   }
 };
 

@@ -219,6 +219,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   KH_TRY(matches_lock(manifest));
   auto out = hand_out(manifest, request.id, with_fds_now, result->from_cache, /*warm=*/false);
   if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
+  if (out && !result->refused_move.empty()) out->reply.refused_move = result->refused_move;
   return out;
 }
 
@@ -331,6 +332,9 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
     counters_.hits.fetch_add(1, std::memory_order_relaxed);
   }
   if (!result) spdlog::warn("fetch of {} failed: {}", request.repo.str(), result.error().message);
+  if (result && !result->refused_move.empty()) {
+    counters_.rollbacks_refused.fetch_add(1, std::memory_order_relaxed);
+  }
   std::lock_guard lock(flight->mutex);
   flight->result.emplace(std::move(result));
   flight->cv.notify_all();

@@ -1,4 +1,4 @@
-// libFuzzer harness: Hub API bodies (tree, refs, revision) through the parsers the fetcher
+// libFuzzer harness: Hub API bodies (tree, refs, commits, revision) through the parsers the fetcher
 // uses. The first byte picks the parser (and, for trees, the listed folder). Properties: no
 // crash; what is accepted satisfies what the parsers promise (safe paths inside the listed
 // folder, hex ids of the right length, consistent sizes).
@@ -41,7 +41,7 @@ void check_refs(std::string_view body) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0:
       check_tree(body, "");
       break;
@@ -50,6 +50,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case 2:
       check_refs(body);
+      break;
+    case 3:
+      if (auto ids = hub::parse_commits_json(body)) {
+        for (const auto& id : *ids) {
+          if (!hub::is_commit_sha(id)) __builtin_trap();
+        }
+      }
       break;
     default:
       if (auto sha = hub::parse_revision_json(body); sha && !hub::is_commit_sha(*sha))

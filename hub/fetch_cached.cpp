@@ -22,6 +22,13 @@ Unexpected not_cached(std::string what) {
 
 Result<std::string> cached_commit(const cache::KernelCache& cache, const FetchRequest& request) {
   if (request.version) {
+    // The commit the rollback guard accepted for vN wins over refs/vN, which other tools
+    // (huggingface_hub, kernels) write as the Hub says.
+    if (auto state = cache.read_version_state(request.repo,
+                                              static_cast<std::uint64_t>(*request.version));
+        state && fs::is_directory(cache.snapshot_dir(request.repo, state->accepted))) {
+      return state->accepted;
+    }
     const std::string ref = "v" + std::to_string(*request.version);
     if (auto commit = cache.read_ref(request.repo, ref)) return *commit;
     std::string have;

@@ -196,6 +196,10 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
                                           bool retry_resolve) {
   auto commit = resolve_commit(api_, asked, retry_resolve);
   if (!commit) return fail(commit.error());
+  if (hops == 0) refused_move_.clear();
+  auto guarded = guard_version_move(asked, *commit);
+  if (!guarded) return fail(guarded.error());
+  *commit = std::move(*guarded);
   // A renamed or transferred repo (the Hub redirected its API calls, after check_destination
   // approved the new name): it is fetched and cached under the name it has now.
   FetchRequest request = asked;
@@ -240,6 +244,7 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   KH_TRY(plan.verify());
   KH_TRY(plan.publish());
 
+  KH_TRY(accept_version(asked, *commit));
   // Refs last: `kernels` resolves version N offline from refs/vN.
   if (request.version) {
     KH_TRY(cache_.write_ref(request.repo, "v" + std::to_string(*request.version), *commit));
@@ -255,6 +260,7 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   result.variants = *variants;
   result.snapshot_path = cache_.snapshot_dir(request.repo, *commit);
   result.files = plan.fetched_files();
+  result.refused_move = refused_move_;
   return result;
 }
 

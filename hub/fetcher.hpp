@@ -59,7 +59,13 @@ struct FetchResult {
   // Non-empty when the Hub failed (unreachable, 5xx, 429, 401, ...) and the cached snapshot
   // was served instead: the Hub's error, for the user to see.
   std::string cache_fallback;
+  // Non-empty when the Hub moved the requested vN to a commit that does not descend from the
+  // one accepted before: what was refused (the accepted commit was served instead).
+  std::string refused_move;
 };
+
+// How much of a commit's history is read to decide whether a vN move goes forward.
+inline constexpr std::size_t kMaxHistoryCommits = 10'000;
 
 class Fetcher {
  public:
@@ -86,6 +92,13 @@ class Fetcher {
   Result<std::optional<FetchRequest>> follow_status_redirect(const FetchRequest& request,
                                                              const std::string& commit, int hops);
   Result<FetchResult> fetch_from_cache(const FetchRequest& request);
+  // The commit to serve for a version request the Hub resolved to `offered`: `offered` when
+  // nothing was accepted for that vN yet, when it descends from the accepted commit, or when
+  // the admin policy allows rollbacks; else the accepted commit, with the refusal recorded
+  // (refused_move_, the cache's version state, a warning).
+  Result<std::string> guard_version_move(const FetchRequest& request, const std::string& offered);
+  // After a successful publish: the served commit becomes the accepted one.
+  Result<void> accept_version(const FetchRequest& request, const std::string& served);
   // Cheap: the cache names a commit for the request and holds its snapshot's build/ folder
   // (fetch_from_cache still proves it complete before serving it).
   bool has_cached_snapshot(const FetchRequest& request) const;
@@ -99,6 +112,7 @@ class Fetcher {
   trust::TrustEnvironment trust_env_;
   trust::Environment platform_env_;
   bool status_missing_ = false;  // this fetch's repo has no kernel-status.toml
+  std::string refused_move_;     // this fetch's refused vN move, if any
   HubApi api_;
 };
 

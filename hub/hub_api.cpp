@@ -222,6 +222,35 @@ Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std:
   return entries;
 }
 
+Result<bool> HubApi::history_contains(const trust::RepoId& repo, std::string_view commit,
+                                      std::string_view ancestor, std::size_t max_commits) {
+  if (commit == ancestor) return true;
+  auto first = send_with_fallback(repo, [&](RepoKind kind) {
+    HttpRequest request;
+    request.url = api_base(repo, kind) + "/commits/" + url_encode(commit, false);
+    return request;
+  });
+  if (!first) return fail(first.error());
+  HttpResponse page = std::move(*first);
+  for (std::size_t seen = 0;;) {
+    auto ids = parse_commits_json(page.body);
+    if (!ids) return fail(ids.error());
+    if (ids->empty()) return false;
+    for (const auto& id : *ids) {
+      if (id == ancestor) return true;
+      if (++seen >= max_commits) return false;
+    }
+    const auto link = page.header("link");
+    const auto next = link ? parse_link_next(*link) : std::nullopt;
+    if (!next) return false;
+    HttpRequest request;
+    request.url = next->find("://") == std::string::npos ? config_.endpoint + *next : *next;
+    auto response = send_api(repo, request);
+    if (!response) return fail(response.error());
+    page = std::move(*response);
+  }
+}
+
 std::string HubApi::resolve_url(const trust::RepoId& repo, std::string_view commit,
                                 std::string_view path) const {
   const std::string prefix = kind(repo) == RepoKind::kernel ? "/kernels/" : "/";

@@ -77,6 +77,11 @@ class HubApi {
   // Branch v<version> -> its commit; version_not_found lists the versions the repo has.
   Result<std::string> resolve_version(const trust::RepoId& repo, std::uint64_t version,
                                       bool retry = true);
+  // Whether `ancestor` is in the history of `commit` (the commit itself included), reading
+  // at most `max_commits` of it, newest first, page by page (Link rel="next"). A history
+  // longer than that without the ancestor answers false, as an unrelated one does.
+  Result<bool> history_contains(const trust::RepoId& repo, std::string_view commit,
+                                std::string_view ancestor, std::size_t max_commits);
   // Entries under `path_in_repo` ("" for the root), following Link rel="next" pages. Any
   // hostile or malformed entry fails the whole listing (unsafe_path / malformed_response).
   Result<std::vector<TreeEntry>> list_tree(const trust::RepoId& repo, std::string_view commit,
@@ -123,6 +128,8 @@ bool is_commit_sha(std::string_view text) noexcept;
 // Parsers for the JSON bodies (unit-tested without a server).
 Result<RepoRefs> parse_refs_json(std::string_view body);
 Result<std::string> parse_revision_json(std::string_view body);
+// The commit ids of one page of a revision's history (newest first).
+Result<std::vector<std::string>> parse_commits_json(std::string_view body);
 // Validates every entry; `under` is the requested folder ("" = root).
 Result<std::vector<TreeEntry>> parse_tree_json(std::string_view body, std::string_view under);
 

@@ -128,4 +128,19 @@ Result<std::vector<TreeEntry>> parse_tree_json(std::string_view body, std::strin
   return entries;
 }
 
+Result<std::vector<std::string>> parse_commits_json(std::string_view body) {
+  auto data = parse(body, "commits");
+  if (!data) return fail(data.error());
+  if (!data->is_array()) return malformed("commits response is not an array");
+  std::vector<std::string> ids;
+  ids.reserve(data->size());
+  for (const auto& item : *data) {
+    if (!item.is_object()) return malformed("commits: entry is not an object");
+    auto id = string_field(item, "id");
+    if (!id || !is_commit_sha(*id)) return malformed("commits: entry without a 40-hex id");
+    ids.push_back(std::move(*id));
+  }
+  return ids;
+}
+
 }  // namespace kernelhub::hub

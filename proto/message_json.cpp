@@ -68,6 +68,7 @@ json to_json(const Fetched& m) {
          {"snapshot_path", m.snapshot_path},
          {"files", std::move(files)}};
   put_optional(j, "cache_fallback", m.cache_fallback);
+  put_optional(j, "refused_move", m.refused_move);
   return j;
 }
 
@@ -81,7 +82,8 @@ json to_json(const Counters& c) {
               {"upstream_requests", c.upstream_requests},
               {"errors", c.errors},
               {"connections", c.connections},
-              {"active_connections", c.active_connections}};
+              {"active_connections", c.active_connections},
+              {"rollbacks_refused", c.rollbacks_refused}};
 }
 
 json to_json(const StatusReply& m) {

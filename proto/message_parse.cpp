@@ -117,6 +117,7 @@ Result<Message> parse_fetched(const Fields& f) {
   KH_PROTO_GET(snapshot_path, f.string("snapshot_path"));
   KH_PROTO_GET(files, f.array("files"));
   KH_PROTO_GET(cache_fallback, f.optional_string("cache_fallback"));
+  KH_PROTO_GET(refused_move, f.optional_string("refused_move"));
   for (const auto& item : *files) {
     KH_PROTO_GET(file, parse_fetched_file(item));
     m.files.push_back(std::move(file));
@@ -128,6 +129,7 @@ Result<Message> parse_fetched(const Fields& f) {
   m.from_cache = from_cache;
   m.snapshot_path = std::move(snapshot_path);
   m.cache_fallback = std::move(cache_fallback);
+  m.refused_move = std::move(refused_move);
   return Message{std::move(m)};
 }
 
@@ -147,6 +149,8 @@ Result<Counters> parse_counters(const nlohmann::json& value) {
     KH_PROTO_GET(n, f.uint(key));
     *target = n;
   }
+  KH_PROTO_GET(rollbacks, f.optional_uint("rollbacks_refused"));
+  c.rollbacks_refused = rollbacks.value_or(0);
   return c;
 }
 

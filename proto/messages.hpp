@@ -89,6 +89,10 @@ struct Fetched {
   // Set when a Hub error made the daemon serve its cached snapshot: the Hub's error, for
   // the client to show.
   std::optional<std::string> cache_fallback;
+  // Set when the Hub moved the requested vN to a commit that does not descend from the one
+  // the daemon accepted before: the refusal, for the client to show (the accepted commit
+  // was served).
+  std::optional<std::string> refused_move;
   bool operator==(const Fetched&) const = default;
 };
 
@@ -106,6 +110,8 @@ struct Counters {
   std::uint64_t errors = 0;
   std::uint64_t connections = 0;
   std::uint64_t active_connections = 0;
+  // vN moves refused by the rollback guard (absent from daemons before it: 0).
+  std::uint64_t rollbacks_refused = 0;
   bool operator==(const Counters&) const = default;
 };
 

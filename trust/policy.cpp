@@ -248,10 +248,15 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
         auto b = boolean(value, source, k);
         KH_TRY(b);
         policy.disable_remote_code = *b;
+      } else if (k == "allow_version_rollback") {
+        auto b = boolean(value, source, k);
+        KH_TRY(b);
+        policy.allow_version_rollback = *b;
       } else {
-        return fail(ErrorCode::policy, source + ": unknown key '" + std::string(k) +
-                                           "' in [trust] (allowed: publishers, opt_in, "
-                                           "allow_any_opt_in, disable_remote_code)");
+        return fail(ErrorCode::policy,
+                    source + ": unknown key '" + std::string(k) +
+                        "' in [trust] (allowed: publishers, opt_in, allow_any_opt_in, "
+                        "disable_remote_code, allow_version_rollback)");
       }
     }
   }

@@ -45,6 +45,10 @@ struct AdminPolicy {
   std::set<std::string> opt_in_publishers;
   bool allow_any_opt_in = true;  // false: only orgs in opt_in_publishers may be opted into
   bool disable_remote_code = false;
+  // A Hub version branch vN may move to a commit that does not descend from the one
+  // accepted before (a rollback or a force-push). Off: such a move is refused and the
+  // accepted commit keeps being served.
+  bool allow_version_rollback = false;
   // [daemon] who may connect to kernelhubd; names are resolved to ids when the policy is
   // loaded. Both absent: everyone may connect.
   std::optional<std::set<uid_t>> allow_users;
@@ -71,6 +75,7 @@ bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<con
 //   opt_in = ["SageAttention"]
 //   allow_any_opt_in = false
 //   disable_remote_code = false
+//   allow_version_rollback = false   # true: follow a vN branch moved back or sideways
 //   [daemon]
 //   allow_users = ["alice", 1000]    # user names or numeric uids
 //   allow_groups = ["kernelusers"]   # group names or numeric gids

@@ -85,6 +85,7 @@ int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requ
       if (exit_code == 0) exit_code = code;
       continue;
     }
+    warn_daemon_notices(*result);
     if (args.json) {
       out.push_back(fetched_to_json(*result));
     } else {
@@ -118,11 +119,20 @@ nlohmann::json fetched_to_json(const client::FetchedKernel& kernel) {
   // Why the Hub was not used and the cached snapshot was served instead; null normally.
   out["cache_fallback"] = kernel.cache_fallback.empty() ? nlohmann::json(nullptr)
                                                         : nlohmann::json(kernel.cache_fallback);
+  // The vN move the rollback guard refused (the accepted commit was served); null normally.
+  out["refused_move"] = kernel.refused_move.empty() ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(kernel.refused_move);
   out["files"] = nlohmann::json::array();
   for (const auto& file : kernel.files) {
     out["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
   }
   return out;
+}
+
+void warn_daemon_notices(const client::FetchedKernel& kernel) {
+  if (kernel.via_daemon && !kernel.refused_move.empty()) {
+    std::cerr << "kernelhub: warning: " << kernel.refused_move << "\n";
+  }
 }
 
 void print_variant_paths(const client::FetchedKernel& kernel) {

@@ -1,5 +1,6 @@
 // `kernelhub publish --root DIR --repo ORG/NAME --branch B [--tag T] [--message M] SRC_DIR`:
-// adds SRC_DIR to a local store (what `kernelhub serve` serves) as a new commit.
+// adds SRC_DIR to a local store (what `kernelhub serve` serves) as a new commit;
+// `--point-to COMMIT` instead moves the branch to an existing commit (a force-push).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
@@ -17,12 +18,26 @@ struct PublishArgs {
   std::string tag;
   std::string message;
   std::string source;
+  std::string point_to;
 };
 
 int run_publish(const PublishArgs& args) {
   auto repo = trust::RepoId::parse(args.repo);
   if (!repo) {
     std::cerr << "kernelhub publish: " << repo.error().message << "\n";
+    return 2;
+  }
+  if (!args.point_to.empty()) {
+    if (auto pointed = hub::server::point_branch(args.root, *repo, args.branch, args.point_to);
+        !pointed) {
+      std::cerr << "kernelhub publish: " << pointed.error().message << "\n";
+      return 1;
+    }
+    std::cout << args.point_to << "\n";
+    return 0;
+  }
+  if (args.source.empty()) {
+    std::cerr << "kernelhub publish: give SRC_DIR, or --point-to COMMIT\n";
     return 2;
   }
   hub::server::PublishRequest request;
@@ -51,7 +66,10 @@ void register_publish(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--tag", args->tag, "Tag to create on the new commit");
   cmd->add_option("--message", args->message, "Commit message");
-  cmd->add_option("source", args->source, "Directory to publish")->required();
+  auto* source = cmd->add_option("source", args->source, "Directory to publish");
+  cmd->add_option("--point-to", args->point_to,
+                  "Point --branch at this existing commit instead (a force-push, for tests)")
+      ->excludes(source);
   cmd->callback([args, &action] { action = [args] { return run_publish(*args); }; });
 }
 

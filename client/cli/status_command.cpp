@@ -36,7 +36,9 @@ void print_daemon(const nlohmann::json& s, const std::string& socket) {
             << "downloaded " << format_bytes(counter(counters, "bytes_downloaded")) << " in "
             << counter(counters, "upstream_requests") << " upstream requests\n"
             << "connections " << counter(counters, "connections") << " ("
-            << counter(counters, "active_connections") << " active)\n";
+            << counter(counters, "active_connections") << " active)\n"
+            << "version moves refused (rollback guard): " << counter(counters, "rollbacks_refused")
+            << "\n";
 }
 
 int run_status(const StatusArgs& args) {

@@ -1,4 +1,5 @@
-// /api/{kernels,models}/{org}/{name}/...: repo info, refs, tree listing, paths-info
+// /api/{kernels,models}/{org}/{name}/...: repo info, refs, commit history, tree listing,
+// paths-info
 // (research/hub-protocol.md §1.a-1.c for the JSON shapes clients rely on).
 #include <algorithm>
 
@@ -108,6 +109,52 @@ void tree(const ServerContext& ctx, const httplib::Request& req, httplib::Respon
   send_json(res, out);
 }
 
+// GET .../commits/{revision}: the history of a revision, newest first, as the Hub lists it
+// ({id, title, message, authors, date}), paged like trees (Link rel="next", `p` = page).
+void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
+  if (!target) return;
+  auto head = ctx.store.resolve(target->repo, std::string(req.matches[4]));
+  if (!head) return send_store_error(res, head.error());
+  std::size_t page_number = 0;
+  if (req.has_param("p")) {
+    try {
+      page_number = std::stoull(req.get_param_value("p"));
+    } catch (const std::exception&) {
+      return send_error(res, 400, "BadRequest", "invalid page");
+    }
+  }
+  const std::size_t page = std::max<std::size_t>(1, ctx.options.tree_page_size);
+  const std::size_t begin = page_number * page;
+  nlohmann::json out = nlohmann::json::array();
+  std::optional<std::string> next = *head;
+  bool more = false;
+  for (std::size_t index = 0; next; ++index) {
+    if (index >= begin + page) {
+      more = true;
+      break;
+    }
+    auto commit = ctx.store.read_commit(target->repo, *next);
+    if (!commit) return send_store_error(res, commit.error());
+    if (index >= begin) {
+      const auto newline = commit->message.find('\n');
+      out.push_back({{"id", commit->id},
+                     {"title", commit->message.substr(0, newline)},
+                     {"message", newline == std::string::npos ? ""
+                                                              : commit->message.substr(newline + 1)},
+                     {"authors", nlohmann::json::array({{{"user", "kernelhub"}}})},
+                     {"date", iso_time(commit->timestamp)}});
+    }
+    next = commit->parent;
+  }
+  if (more) {
+    res.set_header("Link", "<" + ctx.base_url(req) + "/api/" + target->type + "/" +
+                               target->repo.str() + "/commits/" + *head +
+                               "?p=" + std::to_string(page_number + 1) + ">; rel=\"next\"");
+  }
+  send_json(res, out);
+}
+
 void paths_info(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
   if (!target) return;
@@ -172,6 +219,8 @@ void register_api_routes(httplib::Server& server, ServerContext& ctx) {
     }
     send_json(res, out);
   });
+  server.Get(base + "/commits/(.+)",
+             [&ctx](const httplib::Request& req, httplib::Response& res) { commits(ctx, req, res); });
   server.Get(base + "/tree/(.+)",
              [&ctx](const httplib::Request& req, httplib::Response& res) { tree(ctx, req, res); });
   server.Post(

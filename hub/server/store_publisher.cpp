@@ -94,4 +94,15 @@ Result<PublishResult> publish_directory(const PublishRequest& request) {
   return PublishResult{*id, *head, files->size()};
 }
 
+Result<void> point_branch(const std::filesystem::path& root, const trust::RepoId& repo,
+                          const std::string& branch, const std::string& commit) {
+  LocalStore store(root);
+  KH_TRY(validate_ref_name(branch));
+  auto lock = RepoLock::acquire(store, repo);
+  if (!lock) return fail(lock.error());
+  auto existing = store.read_commit(repo, commit);  // must be a commit of this repo
+  if (!existing) return fail(existing.error());
+  return store.set_ref(repo, RefKind::branch, branch, existing->id);
+}
+
 }  // namespace kernelhub::hub::server

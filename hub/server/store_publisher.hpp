@@ -39,4 +39,9 @@ Result<std::vector<std::pair<std::string, std::filesystem::path>>> collect_sourc
 
 Result<PublishResult> publish_directory(const PublishRequest& request);
 
+// Points `branch` (created if missing) at an existing commit of the repo, whatever its
+// history: what a force-push does on the Hub (tests of rollback protection use it).
+Result<void> point_branch(const std::filesystem::path& root, const trust::RepoId& repo,
+                          const std::string& branch, const std::string& commit);
+
 }  // namespace kernelhub::hub::server

@@ -27,11 +27,17 @@ bool wait_for_listener(const std::filesystem::path& socket) {
 }
 
 DaemonFixture::DaemonFixture(const FixtureHub& hub)
-    : socket_(dir_.path() / "kernelhub.sock"), cache_(dir_.path() / "cache") {
+    : DaemonFixture(hub, std::filesystem::path(), {}) {}
+
+DaemonFixture::DaemonFixture(const FixtureHub& hub, std::filesystem::path cache,
+                             const std::vector<std::string>& extra_args)
+    : socket_(dir_.path() / "kernelhub.sock"),
+      cache_(cache.empty() ? dir_.path() / "cache" : std::move(cache)) {
   std::filesystem::create_directories(cache_);
-  daemon_ = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{kKernelhubd, "--socket", socket_.string(), "--cache-dir",
-                               cache_.string()},
+  std::vector<std::string> argv{kKernelhubd, "--socket", socket_.string(), "--cache-dir",
+                                cache_.string()};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  daemon_ = std::make_unique<BackgroundProcess>(argv,
       EnvOverrides{{"HF_ENDPOINT", hub.endpoint()},
                    {"LISTEN_FDS", ""},
                    {"LISTEN_PID", ""},

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/e2e/e2e_support.hpp"
 #include "tests/support/process.hpp"
@@ -16,6 +17,9 @@ inline const std::string kKernelhubd = std::string(KH_BIN_DIR) + "/kernelhubd";
 class DaemonFixture {
  public:
   explicit DaemonFixture(const FixtureHub& hub);
+  // On a given cache (a restart keeps it) with extra arguments (e.g. --policy, --resolve-ttl).
+  DaemonFixture(const FixtureHub& hub, std::filesystem::path cache,
+                const std::vector<std::string>& extra_args);
   const std::filesystem::path& socket() const { return socket_; }
   const std::filesystem::path& cache() const { return cache_; }
 

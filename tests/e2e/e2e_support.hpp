@@ -16,7 +16,8 @@ inline const std::string kVariant = KH_FIXTURE_VARIANT;
 
 class FixtureHub {
  public:
-  FixtureHub();
+  // Serves `root` (default: the fixture store; tests that move branches serve a copy).
+  explicit FixtureHub(const std::filesystem::path& root = KH_FIXTURE_HUB);
   const std::string& endpoint() const { return endpoint_; }
   // Requests the server has seen whose method matches and whose path contains `part`.
   std::size_t count(const std::string& method, const std::string& part) const;

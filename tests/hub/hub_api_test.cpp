@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hub/hub_api.hpp"
+#include "hub/server/store_publisher.hpp"
 #include "tests/hub/fetch_fixture.hpp"
 #include "tests/hub/local_http_server.hpp"
 #include "trust/digest.hpp"
@@ -126,4 +127,44 @@ TEST_CASE("a legacy model-type kernel repo is found through the model paths, and
   auto missing = api.list_refs(trust::RepoId{"kernels-community", "none"});
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == ErrorCode::repo_not_found);
+}
+
+TEST_CASE("history_contains walks the commit pages within its bound", "[history]") {
+  FetchFixture fx;
+  // Three more commits on v1: commit <- c1 <- c2 <- c3, read one per page.
+  std::vector<std::string> chain{fx.commit};
+  for (int i = 0; i < 3; ++i) {
+    hub::server::PublishRequest request;
+    request.root = fx.store;
+    request.repo = kKernelRepo;
+    request.branch = "v1";
+    request.source = fx.tmp.path() / "src";
+    request.message = "commit " + std::to_string(i);
+    request.timestamp = 1'700'000'000 + i;
+    auto published = hub::server::publish_directory(request);
+    REQUIRE(published);
+    chain.push_back(published->commit);
+  }
+  hub::server::ServerOptions options;
+  options.root = fx.store;
+  options.tree_page_size = 1;
+  hub::server::HubServer paged(options);
+  REQUIRE(paged.start());
+  trust::Environment env;
+  env.set("HF_ENDPOINT", paged.endpoint());
+  hub::CurlHttpClient http(hub::HubConfig::from(env));
+  hub::HubApi api(hub::HubConfig::from(env), http);
+
+  CHECK(*api.history_contains(kKernelRepo, chain[3], chain[0], 100));
+  CHECK(paged.count("GET", "/commits/") == 4);  // one commit per page
+  CHECK(*api.history_contains(kKernelRepo, chain[2], chain[2], 1));
+  // Newer than the head is not in its history, and the bound stops the walk.
+  CHECK_FALSE(*api.history_contains(kKernelRepo, chain[1], chain[3], 100));
+  paged.reset_requests();
+  CHECK_FALSE(*api.history_contains(kKernelRepo, chain[3], chain[0], 2));
+  CHECK(paged.count("GET", "/commits/") == 2);
+  // Hostile pages are malformed_response.
+  CHECK(hub::parse_commits_json(R"([{"id":"zz"}])").error().code ==
+        ErrorCode::malformed_response);
+  CHECK(hub::parse_commits_json(R"({"id":"x"})").error().code == ErrorCode::malformed_response);
 }

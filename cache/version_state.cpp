@@ -1,0 +1,92 @@
+// The accepted commit of each version branch (see KernelCache::read_version_state): the
+// high-water mark that keeps a vN branch from moving back to an older or unrelated commit.
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/fs_util.hpp"
+#include "cache/kernel_cache.hpp"
+#include "trust/digest.hpp"
+#include "trust/json_bounds.hpp"
+
+namespace kernelhub::cache {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kStateDir = ".kernelhub";
+constexpr trust::JsonBounds kStateJson{4096, 4, 16};
+
+fs::path state_dir(const KernelCache& cache, const trust::RepoId& repo) {
+  return cache.repo_dir(repo) / kStateDir;
+}
+
+std::optional<VersionState> read_state_file(const fs::path& path, std::uint64_t version) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text(kStateJson.max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  auto doc = trust::parse_bounded_json(text, kStateJson);
+  if (!doc || !doc->is_object()) return std::nullopt;
+  const auto accepted = doc->find("accepted");
+  if (accepted == doc->end() || !accepted->is_string() ||
+      !trust::is_lower_hex(accepted->get_ref<const std::string&>(), 40)) {
+    return std::nullopt;
+  }
+  VersionState state{version, accepted->get<std::string>(), std::nullopt};
+  const auto refused = doc->find("refused");
+  if (refused != doc->end() && refused->is_string() &&
+      trust::is_lower_hex(refused->get_ref<const std::string&>(), 40)) {
+    state.refused = refused->get<std::string>();
+  }
+  return state;
+}
+
+std::optional<std::uint64_t> version_of(std::string_view file_name) {
+  if (file_name.size() < 7 || file_name.front() != 'v' || !file_name.ends_with(".json"))
+    return std::nullopt;
+  const std::string_view digits = file_name.substr(1, file_name.size() - 6);
+  std::uint64_t version = 0;
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), version);
+  if (ec != std::errc() || ptr != digits.data() + digits.size()) return std::nullopt;
+  return version;
+}
+
+}  // namespace
+
+std::optional<VersionState> KernelCache::read_version_state(const trust::RepoId& repo,
+                                                            std::uint64_t version) const {
+  return read_state_file(state_dir(*this, repo) / ("v" + std::to_string(version) + ".json"),
+                         version);
+}
+
+std::vector<VersionState> KernelCache::version_states(const trust::RepoId& repo) const {
+  std::vector<VersionState> states;
+  std::error_code ec;
+  for (fs::directory_iterator it(state_dir(*this, repo), ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const auto version = version_of(it->path().filename().string());
+    if (!version) continue;
+    if (auto state = read_state_file(it->path(), *version)) states.push_back(std::move(*state));
+  }
+  std::sort(states.begin(), states.end(),
+            [](const auto& a, const auto& b) { return a.version < b.version; });
+  return states;
+}
+
+Result<void> KernelCache::write_version_state(const trust::RepoId& repo,
+                                              const VersionState& state) const {
+  const fs::path dir = state_dir(*this, repo);
+  DirtyDirs dirty;
+  KH_TRY(dirty.create(dir));
+  nlohmann::json doc = {{"accepted", state.accepted}};
+  doc["refused"] = state.refused ? nlohmann::json(*state.refused) : nlohmann::json(nullptr);
+  KH_TRY(write_file_atomic(dir / ("v" + std::to_string(state.version) + ".json"), doc.dump(),
+                           0644));
+  return dirty.sync();
+}
+
+}  // namespace kernelhub::cache

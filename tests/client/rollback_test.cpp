@@ -1,0 +1,197 @@
+// Rollback protection of version branches, in-process and through kernelhubd: the Hub moving
+// v1 back to an older commit or sideways to an unrelated one is refused and the accepted
+// commit served (reported on stderr, in --json, `ls --json` and the daemon's counters), the
+// state survives a daemon restart, a forward move is accepted, an explicit revision and an
+// admin policy that allows rollbacks are honoured, and a commit that fails verification
+// never becomes the accepted one.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/client/daemon_fixture.hpp"
+
+namespace fs = std::filesystem;
+using namespace kernelhub::testing;
+using nlohmann::json;
+
+namespace {
+
+const std::string kRepo = "kernels-community/relu";
+const fs::path kReluSource = fs::path(KH_FIXTURE_HUB).parent_path() / "src" / "relu-v1";
+const fs::path kFolder = "kernels--kernels-community--relu";
+
+// A writable copy of the fixture store, served on loopback.
+struct MovableHub {
+  TempDir dir;
+  fs::path store = dir.path() / "store";
+  std::unique_ptr<FixtureHub> hub;
+
+  MovableHub() {
+    fs::copy(KH_FIXTURE_HUB, store, fs::copy_options::recursive);
+    hub = std::make_unique<FixtureHub>(store);
+  }
+
+  std::string publish(const std::vector<std::string>& args) const {
+    std::vector<std::string> full{"publish", "--root", store.string(), "--repo", kRepo};
+    full.insert(full.end(), args.begin(), args.end());
+    const auto result = run_kernelhub(full);
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    std::string commit = result.out;
+    while (!commit.empty() && commit.back() == '\n') commit.pop_back();
+    REQUIRE(commit.size() == 40);
+    return commit;
+  }
+  std::string point_v1(const std::string& commit) const {
+    return publish({"--branch", "v1", "--point-to", commit});
+  }
+  std::string head(const std::string& branch) const {
+    std::string commit = slurp(store / "kernels-community" / "relu" / "refs" / "heads" / branch);
+    while (!commit.empty() && (commit.back() == '\n' || commit.back() == ' ')) commit.pop_back();
+    return commit;
+  }
+};
+
+// The CLI against the hub, on `cache` in-process, or through the daemon at `socket`.
+struct Cli {
+  const MovableHub& hub;
+  fs::path cache;
+  std::optional<fs::path> socket;
+
+  CommandResult run(const std::vector<std::string>& args) const {
+    EnvOverrides env{{"HF_ENDPOINT", hub.hub->endpoint()},
+                     {"HF_HUB_CACHE", cache.string()},
+                     {"KERNELS_CACHE", ""},
+                     {"KERNELHUB_SOCKET", socket ? socket->string() : "/nonexistent.sock"},
+                     {"KERNELHUB_REQUIRE_DAEMON", socket ? "1" : ""}};
+    return run_kernelhub(args, env);
+  }
+  json download(const std::vector<std::string>& extra = {"--version", "1"}) const {
+    std::vector<std::string> args{"download", kRepo, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto result = run(args);
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    auto out = json::parse(result.out);
+    out["stderr"] = result.err;
+    return out;
+  }
+};
+
+json accepted_state(const fs::path& cache) {
+  return json::parse(std::ifstream(cache / kFolder / ".kernelhub" / "v1.json"));
+}
+
+void check_refused(const json& out, const std::string& served) {
+  CHECK(out["commit"] == served);
+  CHECK(out["refused_move"].is_string());
+  CHECK_THAT(out["stderr"].get<std::string>(), Catch::Contains("does not descend from " + served));
+}
+
+}  // namespace
+
+TEST_CASE("a version branch only moves forward: back and sideways moves are refused",
+          "[cli][daemon][rollback]") {
+  MovableHub hub;
+  TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  std::unique_ptr<DaemonFixture> daemon;
+  const bool through_daemon = GENERATE(false, true);
+  INFO((through_daemon ? "through kernelhubd" : "in-process"));
+  // --resolve-ttl 0: every fetch asks the Hub again, so each move is seen at once.
+  const auto start_daemon = [&] {
+    daemon.reset();
+    daemon = std::make_unique<DaemonFixture>(*hub.hub, cache,
+                                             std::vector<std::string>{"--resolve-ttl", "0"});
+  };
+  if (through_daemon) start_daemon();
+  const auto cli = [&] {
+    return Cli{hub, through_daemon ? dir.path() / "user-cache" : cache,
+               through_daemon ? std::optional(daemon->socket()) : std::nullopt};
+  };
+
+  const std::string a = cli().download()["commit"];
+  CHECK(accepted_state(cache)["accepted"] == a);
+
+  // Forward: a new commit on v1 whose parent is the accepted one.
+  const std::string b =
+      hub.publish({"--branch", "v1", kReluSource.string()});
+  auto out = cli().download();
+  CHECK(out["commit"] == b);
+  CHECK(out["refused_move"].is_null());
+  CHECK(accepted_state(cache)["accepted"] == b);
+
+  // Back to the older commit, then sideways to v2's unrelated one: both refused.
+  hub.point_v1(a);
+  check_refused(cli().download(), b);
+  const std::string unrelated = hub.head("v2");
+  hub.point_v1(unrelated);
+  check_refused(cli().download(), b);
+  CHECK(accepted_state(cache)["accepted"] == b);
+  CHECK(accepted_state(cache)["refused"] == unrelated);
+
+  const auto ls = cli().run({"ls", "--json"});
+  REQUIRE(ls.exit_code == 0);
+  const auto repos = json::parse(ls.out)["repos"];
+  const auto relu = std::find_if(repos.begin(), repos.end(),
+                                 [](const json& r) { return r["repo"] == kRepo; });
+  REQUIRE(relu != repos.end());
+  CHECK((*relu)["refused_moves"] ==
+        json::array({{{"ref", "v1"}, {"accepted", b}, {"refused", unrelated}}}));
+
+  if (through_daemon) {
+    const auto status = cli().run({"status", "--json"});
+    REQUIRE(status.exit_code == 0);
+    CHECK(json::parse(status.out)["counters"]["rollbacks_refused"] == 2);
+    // A restart keeps the state: the cache holds it, not the process.
+    start_daemon();
+    check_refused(cli().download(), b);
+  }
+
+  // An explicit revision is the user's pin and is honoured.
+  CHECK(cli().download({"--revision", unrelated})["commit"] == unrelated);
+  CHECK(accepted_state(cache)["accepted"] == b);
+}
+
+TEST_CASE("an admin policy may allow version rollbacks", "[cli][rollback]") {
+  MovableHub hub;
+  TempDir dir;
+  const Cli cli{hub, dir.path() / "cache", std::nullopt};
+  const std::string a = cli.download()["commit"];
+  const std::string unrelated = hub.head("v2");
+  hub.point_v1(unrelated);
+  std::ofstream(dir.path() / "policy.toml") << "[trust]\nallow_version_rollback = true\n";
+  const auto out = cli.download({"--version", "1", "--policy", (dir.path() / "policy.toml").string()});
+  CHECK(out["commit"] == unrelated);
+  CHECK(out["refused_move"].is_null());
+  CHECK(accepted_state(dir.path() / "cache")["accepted"] == unrelated);
+  CHECK(a != unrelated);
+}
+
+TEST_CASE("a commit that fails verification never becomes the accepted one", "[cli][rollback]") {
+  MovableHub hub;
+  TempDir dir;
+  const Cli cli{hub, dir.path() / "cache", std::nullopt};
+  const std::string a = cli.download()["commit"];
+
+  // A forward commit whose shared object no longer matches metadata.json's digest.
+  const fs::path bad = dir.path() / "bad";
+  fs::copy(kReluSource, bad,
+           fs::copy_options::recursive);
+  for (const auto& entry : fs::recursive_directory_iterator(bad)) {
+    if (entry.path().extension() == ".so") std::ofstream(entry.path(), std::ios::app) << "x";
+  }
+  const std::string c = hub.publish({"--branch", "v1", bad.string()});
+  const auto refused = cli.run({"download", kRepo, "--version", "1"});
+  CHECK(refused.exit_code == 7);
+  CHECK_THAT(refused.err, Catch::Contains("hash_mismatch"));
+  CHECK(accepted_state(dir.path() / "cache")["accepted"] == a);
+
+  // The next good commit descends from the accepted one through the bad one: accepted.
+  const std::string d = hub.publish(
+      {"--branch", "v1", kReluSource.string()});
+  CHECK(cli.download()["commit"] == d);
+  CHECK(accepted_state(dir.path() / "cache")["accepted"] == d);
+  CHECK(c != d);
+}
