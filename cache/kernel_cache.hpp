@@ -39,7 +39,7 @@ struct CachedRevision {
 // the accepted one (a rollback or a force-push).
 struct VersionState {
   std::uint64_t version = 0;
-  std::string accepted;                 // 40 hex
+  std::string accepted;                // 40 hex
   std::optional<std::string> refused;  // 40 hex
 };
 
@@ -47,7 +47,7 @@ struct CachedRepo {
   trust::RepoId repo;
   std::filesystem::path path;
   std::vector<CachedRevision> revisions;
-  std::uint64_t size_bytes = 0;  // size of blobs/
+  std::uint64_t size_bytes = 0;        // size of blobs/
   std::vector<VersionState> versions;  // accepted version commits, by version
 };
 

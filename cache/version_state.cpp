@@ -84,8 +84,8 @@ Result<void> KernelCache::write_version_state(const trust::RepoId& repo,
   KH_TRY(dirty.create(dir));
   nlohmann::json doc = {{"accepted", state.accepted}};
   doc["refused"] = state.refused ? nlohmann::json(*state.refused) : nlohmann::json(nullptr);
-  KH_TRY(write_file_atomic(dir / ("v" + std::to_string(state.version) + ".json"), doc.dump(),
-                           0644));
+  KH_TRY(
+      write_file_atomic(dir / ("v" + std::to_string(state.version) + ".json"), doc.dump(), 0644));
   return dirty.sync();
 }
 

@@ -24,8 +24,8 @@ Result<std::string> cached_commit(const cache::KernelCache& cache, const FetchRe
   if (request.version) {
     // The commit the rollback guard accepted for vN wins over refs/vN, which other tools
     // (huggingface_hub, kernels) write as the Hub says.
-    if (auto state = cache.read_version_state(request.repo,
-                                              static_cast<std::uint64_t>(*request.version));
+    if (auto state =
+            cache.read_version_state(request.repo, static_cast<std::uint64_t>(*request.version));
         state && fs::is_directory(cache.snapshot_dir(request.repo, state->accepted))) {
       return state->accepted;
     }

@@ -185,10 +185,10 @@ Result<std::string> HubApi::resolve_version(const trust::RepoId& repo, std::uint
   std::sort(versions.begin(), versions.end());
   std::string names;
   for (const auto v : versions) names += (names.empty() ? "" : ", ") + std::to_string(v);
-  return fail(ErrorCode::version_not_found,
-              "version " + std::to_string(version) + " of " + repo.str() + " not found; " +
-                  (names.empty() ? "the repo has no version branches"
-                                 : "available versions: " + names));
+  return fail(
+      ErrorCode::version_not_found,
+      "version " + std::to_string(version) + " of " + repo.str() + " not found; " +
+          (names.empty() ? "the repo has no version branches" : "available versions: " + names));
 }
 
 Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std::string_view commit,

@@ -40,7 +40,8 @@ Result<void> Fetcher::accept_version(const FetchRequest& request, const std::str
   const auto version = static_cast<std::uint64_t>(*request.version);
   auto state = cache_.read_version_state(request.repo, version);
   if (state && state->accepted == served) return ok();
-  return cache_.write_version_state(request.repo, cache::VersionState{version, served, std::nullopt});
+  return cache_.write_version_state(request.repo,
+                                    cache::VersionState{version, served, std::nullopt});
 }
 
 }  // namespace kernelhub::hub

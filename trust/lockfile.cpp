@@ -26,7 +26,9 @@ Unexpected malformed(const std::string& where, const std::string& why) {
               where + ": " + why + "; fix the file or write it again with `kernelhub lock`");
 }
 
-std::string entry_name(std::size_t index) { return "kernels.lock entry " + std::to_string(index + 1); }
+std::string entry_name(std::size_t index) {
+  return "kernels.lock entry " + std::to_string(index + 1);
+}
 
 // A git object id: 40 (sha1) or 64 (sha256) hex digits, kept lowercase.
 Result<std::string> commit_id(const json& node, const std::string& where) {
@@ -35,8 +37,8 @@ Result<std::string> commit_id(const json& node, const std::string& where) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (!is_lower_hex(text, 40) && !is_lower_hex(text, 64)) {
-    return malformed(where, "'" + sanitize_for_message(text) +
-                                "' is not a git object id (40 or 64 hex digits)");
+    return malformed(
+        where, "'" + sanitize_for_message(text) + "' is not a git object id (40 or 64 hex digits)");
   }
   return text;
 }
@@ -153,9 +155,9 @@ Result<Lockfile> parse_lockfile(std::string_view text) {
     KH_TRY(entry);
     for (const auto& seen : lock.entries) {
       if (same_lock_key(seen, *entry)) {
-        return malformed(where, "duplicate dependency " + (entry->dependency
-                                                                ? entry->dependency->describe()
-                                                                : entry->repo.str()));
+        return malformed(
+            where, "duplicate dependency " +
+                       (entry->dependency ? entry->dependency->describe() : entry->repo.str()));
       }
     }
     lock.entries.push_back(std::move(*entry));
@@ -188,8 +190,9 @@ Result<std::string> write_lockfile(const Lockfile& lock, LockFormat format) {
                         " names no version; lock the project again to write the kernels format");
       }
     }
-    std::sort(sorted.begin(), sorted.end(),
-              [](const LockEntry* a, const LockEntry* b) { return *a->dependency < *b->dependency; });
+    std::sort(sorted.begin(), sorted.end(), [](const LockEntry* a, const LockEntry* b) {
+      return *a->dependency < *b->dependency;
+    });
     for (const auto* entry : sorted) {
       ordered_json item;
       item["dependency"] = to_json(*entry->dependency);

@@ -54,8 +54,8 @@ Result<std::optional<std::vector<KernelDependency>>> parse_table(std::string_vie
     if (!repo) return invalid(source, "dependency '" + name + "': " + repo.error().message);
     const auto* version = value.as_integer();
     if (version == nullptr || version->get() < 0) {
-      return invalid(source, "dependency '" + name +
-                                 "' must be a non-negative integer version (branch v<N>)");
+      return invalid(
+          source, "dependency '" + name + "' must be a non-negative integer version (branch v<N>)");
     }
     out.push_back(KernelDependency{*repo, static_cast<std::uint64_t>(version->get())});
   }
@@ -86,10 +86,10 @@ Result<std::vector<KernelDependency>> read_project_dependencies(
     KH_TRY(deps);
     if (*deps) return std::move(**deps);
   }
-  return fail(ErrorCode::invalid_argument,
-              "neither " + (project_dir / kPyprojectFile).string() + " nor " +
-                  (project_dir / kKernelhubManifestFile).string() +
-                  " declares [tool.kernels.dependencies]");
+  return fail(ErrorCode::invalid_argument, "neither " + (project_dir / kPyprojectFile).string() +
+                                               " nor " +
+                                               (project_dir / kKernelhubManifestFile).string() +
+                                               " declares [tool.kernels.dependencies]");
 }
 
 }  // namespace kernelhub::trust

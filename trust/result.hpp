@@ -34,7 +34,7 @@ enum class ErrorCode {
   size_mismatch,
   disk_full,
   io,
-  policy,  // admin policy file problems
+  policy,              // admin policy file problems
   malformed_lockfile,  // kernels.lock that is neither format, or has a bad entry
   not_locked,          // a lockfile is in force and does not lock what was asked for
   // kernelhubd wire protocol (docs/protocol.md); these names travel as `code` strings.
@@ -49,11 +49,11 @@ enum class ErrorCode {
   shutting_down,         // daemon is stopping and takes no new work
   busy,                  // a kernelhubd limit is reached (connections); the message names it
   // loader/: verify-then-dlopen of kernel shared objects.
-  unsafe_kernel,         // writable by others, not a regular file, Python data symbols
-  missing_dependency,    // a DT_NEEDED library that cannot be resolved
-  incompatible_kernel,   // variant built for another torch / arch / device
-  load_failed,           // dlopen itself failed
-  op_not_found,          // no such operator in the kernel's namespace
+  unsafe_kernel,        // writable by others, not a regular file, Python data symbols
+  missing_dependency,   // a DT_NEEDED library that cannot be resolved
+  incompatible_kernel,  // variant built for another torch / arch / device
+  load_failed,          // dlopen itself failed
+  op_not_found,         // no such operator in the kernel's namespace
   internal,
 };
 

@@ -124,8 +124,7 @@ std::optional<trust::LockEntry> locked_entry(const HubKernelSpec& spec, const tr
                                              const std::string& context) {
   std::lock_guard lock(g_lock_mutex);
   const std::optional<std::string> path =
-      g_lockfile_override ? *g_lockfile_override
-                          : process_environment().get("KERNELHUB_LOCKFILE");
+      g_lockfile_override ? *g_lockfile_override : process_environment().get("KERNELHUB_LOCKFILE");
   if (!path || path->empty()) return std::nullopt;
   if (!g_lockfile || g_lockfile->first != *path) {
     auto parsed = trust::read_lockfile(*path);

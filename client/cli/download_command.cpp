@@ -1,5 +1,5 @@
-// `kernelhub download (ORG/NAME (--version N | --revision REV) | --lockfile FILE) ...`: fetches through
-// kernelhubd when one answers on the socket, else in-process against the user's cache, and
+// `kernelhub download (ORG/NAME (--version N | --revision REV) | --lockfile FILE) ...`: fetches
+// through kernelhubd when one answers on the socket, else in-process against the user's cache, and
 // prints where the variant landed.
 #include <CLI/CLI.hpp>
 

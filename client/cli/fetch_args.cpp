@@ -77,8 +77,8 @@ int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requ
   for (const auto& request : requests) {
     ProgressBar bar;
     const auto on_progress = [&bar](const hub::FetchProgress& p) { bar.update(p); };
-    auto result = prefetch ? client->prefetch(request, on_progress)
-                           : client->fetch(request, on_progress);
+    auto result =
+        prefetch ? client->prefetch(request, on_progress) : client->fetch(request, on_progress);
     bar.finish();
     if (!result) {
       const int code = report(result.error());
@@ -120,8 +120,8 @@ nlohmann::json fetched_to_json(const client::FetchedKernel& kernel) {
   out["cache_fallback"] = kernel.cache_fallback.empty() ? nlohmann::json(nullptr)
                                                         : nlohmann::json(kernel.cache_fallback);
   // The vN move the rollback guard refused (the accepted commit was served); null normally.
-  out["refused_move"] = kernel.refused_move.empty() ? nlohmann::json(nullptr)
-                                                    : nlohmann::json(kernel.refused_move);
+  out["refused_move"] =
+      kernel.refused_move.empty() ? nlohmann::json(nullptr) : nlohmann::json(kernel.refused_move);
   out["files"] = nlohmann::json::array();
   for (const auto& file : kernel.files) {
     out["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});

@@ -71,12 +71,13 @@ void register_lock(CLI::App& app, Action& action) {
   cmd->add_option("project_dir", args->project_dir,
                   "Project with pyproject.toml or kernelhub.toml [tool.kernels.dependencies]")
       ->capture_default_str();
-  const std::map<std::string, trust::LockFormat> formats = {
-      {"kernels", trust::LockFormat::kernels}, {"legacy", trust::LockFormat::legacy}};
+  const std::map<std::string, trust::LockFormat> formats = {{"kernels", trust::LockFormat::kernels},
+                                                            {"legacy", trust::LockFormat::legacy}};
   cmd->add_option("--format", args->format,
                   "kernels (0.17+, the default) or legacy (<= 0.16, with per-variant hashes)")
       ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case));
-  cmd->add_option("-o,--output", args->output, "Lockfile to write (default PROJECT_DIR/kernels.lock)");
+  cmd->add_option("-o,--output", args->output,
+                  "Lockfile to write (default PROJECT_DIR/kernels.lock)");
   cmd->add_option("--policy", args->policy, "Admin trust policy file (default: $KERNELHUB_POLICY)");
   cmd->callback([args, &action] { action = [args] { return run_lock(*args); }; });
 }

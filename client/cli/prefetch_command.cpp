@@ -1,5 +1,5 @@
-// `kernelhub prefetch (ORG/NAME ... (--version N | --revision REV) | --lockfile FILE)`: warms the cache (the
-// daemon's when one runs) for several kernels; no descriptors are handed out.
+// `kernelhub prefetch (ORG/NAME ... (--version N | --revision REV) | --lockfile FILE)`: warms the
+// cache (the daemon's when one runs) for several kernels; no descriptors are handed out.
 #include <CLI/CLI.hpp>
 
 #include <memory>

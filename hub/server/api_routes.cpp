@@ -138,12 +138,12 @@ void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Res
     if (!commit) return send_store_error(res, commit.error());
     if (index >= begin) {
       const auto newline = commit->message.find('\n');
-      out.push_back({{"id", commit->id},
-                     {"title", commit->message.substr(0, newline)},
-                     {"message", newline == std::string::npos ? ""
-                                                              : commit->message.substr(newline + 1)},
-                     {"authors", nlohmann::json::array({{{"user", "kernelhub"}}})},
-                     {"date", iso_time(commit->timestamp)}});
+      out.push_back(
+          {{"id", commit->id},
+           {"title", commit->message.substr(0, newline)},
+           {"message", newline == std::string::npos ? "" : commit->message.substr(newline + 1)},
+           {"authors", nlohmann::json::array({{{"user", "kernelhub"}}})},
+           {"date", iso_time(commit->timestamp)}});
     }
     next = commit->parent;
   }
@@ -219,8 +219,9 @@ void register_api_routes(httplib::Server& server, ServerContext& ctx) {
     }
     send_json(res, out);
   });
-  server.Get(base + "/commits/(.+)",
-             [&ctx](const httplib::Request& req, httplib::Response& res) { commits(ctx, req, res); });
+  server.Get(base + "/commits/(.+)", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    commits(ctx, req, res);
+  });
   server.Get(base + "/tree/(.+)",
              [&ctx](const httplib::Request& req, httplib::Response& res) { tree(ctx, req, res); });
   server.Post(

@@ -30,10 +30,10 @@ fs::path lock_project(const HubEnvironment& hub, const fs::path& dir, const std:
   std::ofstream(dir / "kernelhub.toml")
       << "[tool.kernels.dependencies]\n\"" << repo << "\" = " << version << "\n";
   const fs::path out = dir / (format + ".lock");
-  const auto result = kernelhub::testing::run_command(
-      {std::string(KH_BIN_DIR) + "/kernelhub", "lock", dir.string(), "--format", format, "-o",
-       out.string()},
-      {{"HF_ENDPOINT", hub.endpoint()}});
+  const auto result =
+      kernelhub::testing::run_command({std::string(KH_BIN_DIR) + "/kernelhub", "lock", dir.string(),
+                                       "--format", format, "-o", out.string()},
+                                      {{"HF_ENDPOINT", hub.endpoint()}});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   return out;
@@ -114,8 +114,8 @@ TEST_CASE("a legacy lock whose variant hash differs is refused before anything l
   std::ofstream(dir.path() / "tampered.lock") << doc.dump(2);
   ka::set_kernel_lockfile((dir.path() / "tampered.lock").string());
   CHECK_THROWS_AS(ka::BackendGuard("flash_hub"), ka::KernelRefused);
-  CHECK_THROWS_WITH(ka::BackendGuard("flash_hub"), Catch::Contains("hash_mismatch") ||
-                                                       Catch::Contains("hashes to"));
+  CHECK_THROWS_WITH(ka::BackendGuard("flash_hub"),
+                    Catch::Contains("hash_mismatch") || Catch::Contains("hashes to"));
   CHECK_FALSE(fs::exists(hub.cache() / kFlashFolder / "blobs"));
   // The untampered legacy lock loads.
   ka::set_kernel_lockfile(lock.string());

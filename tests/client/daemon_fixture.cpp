@@ -37,14 +37,14 @@ DaemonFixture::DaemonFixture(const FixtureHub& hub, std::filesystem::path cache,
   std::vector<std::string> argv{kKernelhubd, "--socket", socket_.string(), "--cache-dir",
                                 cache_.string()};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  daemon_ = std::make_unique<BackgroundProcess>(argv,
-      EnvOverrides{{"HF_ENDPOINT", hub.endpoint()},
-                   {"LISTEN_FDS", ""},
-                   {"LISTEN_PID", ""},
-                   {"KERNELHUB_POLICY", ""},
-                   {"DIFFUSERS_TRUST_REMOTE_KERNELS", ""},
-                   {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
-                   {"HF_HUB_OFFLINE", ""}});
+  daemon_ =
+      std::make_unique<BackgroundProcess>(argv, EnvOverrides{{"HF_ENDPOINT", hub.endpoint()},
+                                                             {"LISTEN_FDS", ""},
+                                                             {"LISTEN_PID", ""},
+                                                             {"KERNELHUB_POLICY", ""},
+                                                             {"DIFFUSERS_TRUST_REMOTE_KERNELS", ""},
+                                                             {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
+                                                             {"HF_HUB_OFFLINE", ""}});
   if (!wait_for_listener(socket_))
     throw std::runtime_error("kernelhubd did not listen on " + socket_.string());
 }

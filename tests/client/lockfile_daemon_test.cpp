@@ -69,7 +69,8 @@ TEST_CASE("download --lockfile through kernelhubd: locked commits, legacy hashes
   CHECK(refused.exit_code == 7);
   CHECK_THAT(refused.err, Catch::Contains("hash_mismatch") && Catch::Contains(commit));
   CHECK(blob_count(daemon.cache()) == 0);
-  CHECK(hub.count("", "/resolve/" + commit + "/build/") == 0);  // no file of the variant was asked for
+  CHECK(hub.count("", "/resolve/" + commit + "/build/") ==
+        0);  // no file of the variant was asked for
 
   // The right lock: served by the daemon at the locked commit.
   auto served = cli({"download", "--lockfile", (dir.path() / "legacy.lock").string(), "--json"},

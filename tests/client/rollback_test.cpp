@@ -115,8 +115,7 @@ TEST_CASE("a version branch only moves forward: back and sideways moves are refu
   CHECK(accepted_state(cache)["accepted"] == a);
 
   // Forward: a new commit on v1 whose parent is the accepted one.
-  const std::string b =
-      hub.publish({"--branch", "v1", kReluSource.string()});
+  const std::string b = hub.publish({"--branch", "v1", kReluSource.string()});
   auto out = cli().download();
   CHECK(out["commit"] == b);
   CHECK(out["refused_move"].is_null());
@@ -134,8 +133,8 @@ TEST_CASE("a version branch only moves forward: back and sideways moves are refu
   const auto ls = cli().run({"ls", "--json"});
   REQUIRE(ls.exit_code == 0);
   const auto repos = json::parse(ls.out)["repos"];
-  const auto relu = std::find_if(repos.begin(), repos.end(),
-                                 [](const json& r) { return r["repo"] == kRepo; });
+  const auto relu =
+      std::find_if(repos.begin(), repos.end(), [](const json& r) { return r["repo"] == kRepo; });
   REQUIRE(relu != repos.end());
   CHECK((*relu)["refused_moves"] ==
         json::array({{{"ref", "v1"}, {"accepted", b}, {"refused", unrelated}}}));
@@ -162,7 +161,8 @@ TEST_CASE("an admin policy may allow version rollbacks", "[cli][rollback]") {
   const std::string unrelated = hub.head("v2");
   hub.point_v1(unrelated);
   std::ofstream(dir.path() / "policy.toml") << "[trust]\nallow_version_rollback = true\n";
-  const auto out = cli.download({"--version", "1", "--policy", (dir.path() / "policy.toml").string()});
+  const auto out =
+      cli.download({"--version", "1", "--policy", (dir.path() / "policy.toml").string()});
   CHECK(out["commit"] == unrelated);
   CHECK(out["refused_move"].is_null());
   CHECK(accepted_state(dir.path() / "cache")["accepted"] == unrelated);
@@ -177,8 +177,7 @@ TEST_CASE("a commit that fails verification never becomes the accepted one", "[c
 
   // A forward commit whose shared object no longer matches metadata.json's digest.
   const fs::path bad = dir.path() / "bad";
-  fs::copy(kReluSource, bad,
-           fs::copy_options::recursive);
+  fs::copy(kReluSource, bad, fs::copy_options::recursive);
   for (const auto& entry : fs::recursive_directory_iterator(bad)) {
     if (entry.path().extension() == ".so") std::ofstream(entry.path(), std::ios::app) << "x";
   }
@@ -189,8 +188,7 @@ TEST_CASE("a commit that fails verification never becomes the accepted one", "[c
   CHECK(accepted_state(dir.path() / "cache")["accepted"] == a);
 
   // The next good commit descends from the accepted one through the bad one: accepted.
-  const std::string d = hub.publish(
-      {"--branch", "v1", kReluSource.string()});
+  const std::string d = hub.publish({"--branch", "v1", kReluSource.string()});
   CHECK(cli.download()["commit"] == d);
   CHECK(accepted_state(dir.path() / "cache")["accepted"] == d);
   CHECK(c != d);

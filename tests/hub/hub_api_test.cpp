@@ -164,7 +164,6 @@ TEST_CASE("history_contains walks the commit pages within its bound", "[history]
   CHECK_FALSE(*api.history_contains(kKernelRepo, chain[3], chain[0], 2));
   CHECK(paged.count("GET", "/commits/") == 2);
   // Hostile pages are malformed_response.
-  CHECK(hub::parse_commits_json(R"([{"id":"zz"}])").error().code ==
-        ErrorCode::malformed_response);
+  CHECK(hub::parse_commits_json(R"([{"id":"zz"}])").error().code == ErrorCode::malformed_response);
   CHECK(hub::parse_commits_json(R"({"id":"x"})").error().code == ErrorCode::malformed_response);
 }

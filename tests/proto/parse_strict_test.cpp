@@ -63,6 +63,9 @@ TEST_CASE("wrong member types are invalid_request naming the member and the id",
       {"verify_request", Sender::client, "repo", false},
       {"gc_reply", Sender::daemon, "freed_bytes", nullptr},
       {"error", Sender::daemon, "code", 3},
+      {"fetch_locked", Sender::client, "locked", json::array()},
+      {"fetch_locked", Sender::client, "locked", json::object({{"v", 1}})},
+      {"fetched", Sender::daemon, "refused_move", 7},
   };
   for (const auto& c : cases) {
     auto frame = load_golden(c.golden);
@@ -79,14 +82,16 @@ TEST_CASE("wrong member types are invalid_request naming the member and the id",
 
 TEST_CASE("missing required members are invalid_request", "[proto][strict]") {
   const std::pair<const char*, Sender> goldens[] = {
-      {"hello_client", Sender::client},   {"fetch", Sender::client},
-      {"progress", Sender::daemon},       {"fetched", Sender::daemon},
-      {"status_request", Sender::client}, {"status_reply", Sender::daemon},
-      {"ls_reply", Sender::daemon},       {"verified", Sender::daemon},
-      {"gc_reply", Sender::daemon},       {"error", Sender::daemon}};
+      {"hello_client", Sender::client}, {"fetch", Sender::client},
+      {"fetch_locked", Sender::client}, {"progress", Sender::daemon},
+      {"fetched", Sender::daemon},      {"status_request", Sender::client},
+      {"status_reply", Sender::daemon}, {"ls_reply", Sender::daemon},
+      {"verified", Sender::daemon},     {"gc_reply", Sender::daemon},
+      {"error", Sender::daemon}};
   const std::set<std::string> optional_members = {
-      "type", "client",   "daemon",    "variant", "all_variants", "torch_version", "backend",
-      "env",  "revision", "cxx11_abi", "arch",    "os",           "cache_fallback"};
+      "type",           "client",       "daemon",   "variant",   "all_variants", "torch_version",
+      "backend",        "env",          "revision", "cxx11_abi", "arch",         "os",
+      "cache_fallback", "refused_move", "locked"};
   int checked = 0;
   for (const auto& [name, sender] : goldens) {
     const auto golden = load_golden(name);

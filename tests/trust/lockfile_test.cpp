@@ -31,7 +31,9 @@ std::string one_entry(const std::string& dependency, const std::string& lock) {
 TEST_CASE("git_lfs_concat reproduces the research test vector", "[lockfile]") {
   const std::string init = "from ._ops import ops\n";
   const std::string ops = "import torch\nops = torch.ops._relu_cuda_abc1234\n";
-  std::string so = "\x7f" "ELF";
+  std::string so =
+      "\x7f"
+      "ELF";
   so.append(60, '\0');
   // The object ids themselves are what git and the Hub compute for these bytes.
   REQUIRE(git_blob_sha1_hex(init) == "1cec5723464b586acbda5ab039a6248d38255033");
@@ -53,9 +55,11 @@ TEST_CASE("the kernels format is written in the kernels order, byte for byte", "
   lock.entries.push_back(kernels_entry("a-b/x", std::uint64_t{1}, kA));
   auto text = write_lockfile(lock, LockFormat::kernels);
   REQUIRE(text);
-  const std::string entry_a = "  {\n    \"dependency\": {\n      \"repo-id\": \"a-b/x\",\n"
-                              "      \"version\": 1\n    },\n    \"lock\": {\n"
-                              "      \"commit\": \"" + kA + "\"\n    }\n  }";
+  const std::string entry_a =
+      "  {\n    \"dependency\": {\n      \"repo-id\": \"a-b/x\",\n"
+      "      \"version\": 1\n    },\n    \"lock\": {\n"
+      "      \"commit\": \"" +
+      kA + "\"\n    }\n  }";
   CHECK(text->rfind("[\n" + entry_a + ",\n", 0) == 0);
   CHECK(text->back() == ']');  // no final newline, as `kernels lock` writes it
   std::vector<std::string> order;
@@ -78,9 +82,11 @@ TEST_CASE("the legacy format round-trips and writes Python's json.dump layout", 
   lock.entries.push_back(entry);
   auto text = write_lockfile(lock, LockFormat::legacy);
   REQUIRE(text);
-  CHECK(*text == "[\n  {\n    \"repo_id\": \"kernels-community/activation\",\n    \"sha\": \"" + kA +
+  CHECK(*text == "[\n  {\n    \"repo_id\": \"kernels-community/activation\",\n    \"sha\": \"" +
+                     kA +
                      "\",\n    \"variants\": {\n      \"torch210-cu128-x86_64-windows\": {\n"
-                     "        \"hash\": \"sha256-" + std::string(64, 'c') +
+                     "        \"hash\": \"sha256-" +
+                     std::string(64, 'c') +
                      "\",\n        \"hash_type\": \"git_lfs_concat\"\n      },\n"
                      "      \"torch29-metal-aarch64-darwin\": {\n        \"hash\": \"sha256-" +
                      std::string(64, '9') +
@@ -117,9 +123,11 @@ TEST_CASE("reading refuses what kernels refuses, naming the entry", "[lockfile]"
       {"[" + one_entry(dep, lock).substr(1, one_entry(dep, lock).size() - 2) + "," +
            one_entry(dep, R"({"commit":")" + kB + R"("})").substr(1),
        "entry 2: duplicate dependency a/b version 1"},
-      {R"([{"repo_id":"a/b","sha":")" + kA + R"(","variants":{"v":{"hash":"sha256-x","hash_type":"git_lfs_concat"}}}])",
+      {R"([{"repo_id":"a/b","sha":")" + kA +
+           R"(","variants":{"v":{"hash":"sha256-x","hash_type":"git_lfs_concat"}}}])",
        "sha256-<64 hex digits>"},
-      {R"([{"repo_id":"a/b","sha":")" + kA + R"(","variants":{"../v":{"hash":"x","hash_type":"y"}}}])",
+      {R"([{"repo_id":"a/b","sha":")" + kA +
+           R"(","variants":{"../v":{"hash":"x","hash_type":"y"}}}])",
        "not a variant folder name"},
       {std::string(64, '[') + std::string(64, ']'), "kernels.lock"},
   };
