@@ -66,7 +66,12 @@ std::string spec_of(const proto::FetchRequest& r, const std::optional<hub::Platf
   // differs): it shares flights only with requests under the same lock.
   if (r.locked) {
     spec += "\nlocked";
-    for (const auto& [variant, hash] : *r.locked) spec += '\n' + variant + '=' + hash;
+    for (const auto& [variant, hash] : *r.locked) {
+      spec += '\n';
+      spec += variant;
+      spec += '=';
+      spec += hash;
+    }
   }
   return spec;
 }

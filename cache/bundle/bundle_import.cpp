@@ -147,6 +147,8 @@ Result<void> Importer::stream_entry(archive* a, archive_entry* entry, std::vecto
   if (archive_entry_hardlink(entry) != nullptr) {
     return bad_archive(ErrorCode::unsafe_path, "entry '" + shown + "' is a hard link");
   }
+  // A folder entry (tar of a tree writes them) creates nothing: the blobs say where they go.
+  if (archive_entry_filetype(entry) == AE_IFDIR) return ok();
   if (archive_entry_filetype(entry) != AE_IFREG) {
     return bad_archive(ErrorCode::unsafe_path,
                        "entry '" + shown + "' is " + describe_type(archive_entry_filetype(entry)));

@@ -29,7 +29,7 @@ fs::path lock_project(const HubEnvironment& hub, const fs::path& dir, const std:
                       int version, const std::string& format = "kernels") {
   std::ofstream(dir / "kernelhub.toml")
       << "[tool.kernels.dependencies]\n\"" << repo << "\" = " << version << "\n";
-  const fs::path out = dir / (format + ".lock");
+  fs::path out = dir / (format + ".lock");
   const auto result =
       kernelhub::testing::run_command({std::string(KH_BIN_DIR) + "/kernelhub", "lock", dir.string(),
                                        "--format", format, "-o", out.string()},
