@@ -113,6 +113,13 @@ Result<nlohmann::json> Client::verify(std::optional<trust::RepoId> repo) {
   return std::get<EmbeddedBackend>(impl_->backend).verify(repo);
 }
 
+Result<nlohmann::json> Client::import_bundle(int fd) {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
+    return daemon->import_bundle(fd, impl_->env);
+  }
+  return std::get<EmbeddedBackend>(impl_->backend).import_bundle(fd);
+}
+
 Result<nlohmann::json> Client::gc() {
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend))
     return daemon->call(proto::GcRequest{});

@@ -95,6 +95,10 @@ class Client {
   Result<nlohmann::json> ls();
   Result<nlohmann::json> verify(std::optional<trust::RepoId> repo = std::nullopt);
   Result<nlohmann::json> gc();
+  // Verifies the bundle open on `fd` and publishes it: into kernelhubd's cache (the fd is
+  // passed over the socket; the admin policy says who may), else into the embedded cache.
+  // The reply is an array as in cache::bundle::imported_json.
+  Result<nlohmann::json> import_bundle(int fd);
 
   struct Impl;
 

@@ -150,30 +150,32 @@ Result<void> DaemonConnection::reconnect() {
 }
 
 Result<DaemonConnection::Reply> DaemonConnection::exchange(nlohmann::json request,
-                                                           const hub::ProgressCallback& progress) {
+                                                           const hub::ProgressCallback& progress,
+                                                           std::span<const int> fds) {
   // A long-lived client (an app holding libkernelhub) may have idled past the daemon's
   // idle_timeout_s: the daemon said so and closed. Start over on a new connection.
   if (used_ && !hello_pending_ && closed_by_daemon()) KH_TRY(reconnect());
   bool answered = false;
   const bool reused = used_;
-  auto reply = exchange_once(request, progress, answered);
+  auto reply = exchange_once(request, progress, fds, answered);
   // The daemon closed just as we sent: nothing of ours was read, so sending it again on a
   // new connection is safe (every request is idempotent). Only once, only on a reused one.
   if (!reply && reused && !answered &&
       (reply.error().code == ErrorCode::network || reply.error().code == ErrorCode::timeout)) {
     KH_TRY(reconnect());
-    reply = exchange_once(std::move(request), progress, answered);
+    reply = exchange_once(std::move(request), progress, fds, answered);
   }
   if (reply) used_ = true;
   return reply;
 }
 
 Result<DaemonConnection::Reply> DaemonConnection::exchange_once(
-    nlohmann::json request, const hub::ProgressCallback& progress, bool& answered) {
+    nlohmann::json request, const hub::ProgressCallback& progress, std::span<const int> fds,
+    bool& answered) {
   answered = false;
   const proto::RequestId id = next_id_++;
   request["id"] = id;
-  auto sent = proto::send_frame(fd_.get(), request);
+  auto sent = proto::send_frame(fd_.get(), request, fds);
   // With a pipelined handshake, a daemon that refused our hello may already have closed the
   // connection: its hello answer says why, better than the failed send.
   if (hello_pending_) KH_TRY(read_hello_reply());
@@ -206,10 +208,13 @@ Result<DaemonConnection::Reply> DaemonConnection::exchange_once(
   }
 }
 
-Result<nlohmann::json> DaemonConnection::call(const proto::Message& request) {
-  const auto expected =
-      std::string(proto::type_name(request)) == "verify" ? "verified" : proto::type_name(request);
-  auto reply = exchange(proto::to_json(request), {});
+Result<nlohmann::json> DaemonConnection::call(const proto::Message& request,
+                                              std::span<const int> fds) {
+  const std::string_view asked = proto::type_name(request);
+  const std::string_view expected = asked == "verify"   ? "verified"
+                                    : asked == "import" ? "imported"
+                                                        : asked;
+  auto reply = exchange(proto::to_json(request), {}, fds);
   if (!reply) return fail(reply.error());
   if (proto::type_name(reply->message) != expected) {
     return fail(protocol_failure(socket_, "expected '" + std::string(expected) + "', got '" +
@@ -219,6 +224,18 @@ Result<nlohmann::json> DaemonConnection::call(const proto::Message& request) {
   json.erase("type");
   json.erase("id");
   return json;
+}
+
+Result<nlohmann::json> DaemonConnection::import_bundle(int fd, const trust::Environment& env) {
+  // The descriptor must arrive with the import frame's bytes alone: with a pipelined hello
+  // still unanswered, both frames could reach the daemon in one read.
+  if (hello_pending_) KH_TRY(read_hello_reply());
+  proto::ImportRequest request;
+  request.env = trust_env(env);
+  const int fds[] = {fd};
+  auto reply = call(request, fds);
+  if (!reply) return fail(reply.error());
+  return std::move((*reply)["repos"]);
 }
 
 Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request,

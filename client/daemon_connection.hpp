@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 
 #include "client/client.hpp"
 #include "hub/fetcher.hpp"
@@ -33,7 +34,10 @@ class DaemonConnection {
   Result<FetchedKernel> fetch(const hub::FetchRequest& request, const trust::Environment& env,
                               const hub::ProgressCallback& progress, bool hand_out);
   // status/ls/verify/gc: the typed reply, as JSON without type/id.
-  Result<nlohmann::json> call(const proto::Message& request);
+  // The bundle open on `fd` travels with the request; the reply's repos.
+  Result<nlohmann::json> import_bundle(int fd, const trust::Environment& env);
+  // `fds` go with the request (an import's bundle).
+  Result<nlohmann::json> call(const proto::Message& request, std::span<const int> fds = {});
 
  private:
   DaemonConnection(std::filesystem::path socket, UniqueFd fd);
@@ -47,10 +51,11 @@ class DaemonConnection {
   };
   // Sends `request` under the next id and reads until its final frame: an `error` becomes a
   // typed Error, progress frames go to `progress`, anything else is returned with its fds.
-  Result<Reply> exchange(nlohmann::json request, const hub::ProgressCallback& progress);
+  Result<Reply> exchange(nlohmann::json request, const hub::ProgressCallback& progress,
+                         std::span<const int> fds = {});
   // One attempt; `answered`: a frame of this request arrived (then it is never resent).
   Result<Reply> exchange_once(nlohmann::json request, const hub::ProgressCallback& progress,
-                              bool& answered);
+                              std::span<const int> fds, bool& answered);
   // Anything readable between requests means the daemon closed (it never speaks unasked).
   bool closed_by_daemon() const;
   // A fresh connection and handshake on the same socket.

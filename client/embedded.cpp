@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cache/bundle/bundle_import.hpp"
 #include "cache/cache_json.hpp"
 #include "cache/handout.hpp"
 #include "cache/maintenance.hpp"
@@ -102,6 +103,17 @@ Result<nlohmann::json> EmbeddedBackend::verify(const std::optional<trust::RepoId
     corrupt.push_back({{"repo", blob.repo}, {"blob", blob.blob}, {"reason", blob.reason}});
   }
   return nlohmann::json{{"checked", report->checked}, {"corrupt", std::move(corrupt)}};
+}
+
+Result<nlohmann::json> EmbeddedBackend::import_bundle(int fd) const {
+  auto policy = load_policy();
+  if (!policy) return fail(policy.error());
+  cache::bundle::ImportOptions options;
+  options.policy = std::move(*policy);
+  options.trust_env = trust::TrustEnvironment::from(env_);
+  auto imported = cache::bundle::import_bundle(fd, cache_, options);
+  if (!imported) return fail(imported.error());
+  return cache::bundle::imported_json(*imported, cache_);
 }
 
 Result<nlohmann::json> EmbeddedBackend::gc() const {

@@ -25,6 +25,7 @@ class EmbeddedBackend {
   Result<nlohmann::json> ls() const;
   Result<nlohmann::json> verify(const std::optional<trust::RepoId>& repo) const;
   Result<nlohmann::json> gc() const;
+  Result<nlohmann::json> import_bundle(int fd) const;
 
  private:
   // The admin policy file (options.policy_file, else $KERNELHUB_POLICY) is read at each
@@ -35,6 +36,5 @@ class EmbeddedBackend {
   cache::KernelCache cache_;
   std::optional<std::filesystem::path> policy_file_;
 };
-
 
 }  // namespace kernelhub::client

@@ -28,11 +28,13 @@ bool has(const std::vector<std::string>& caps, std::string_view cap) {
 
 class Session {
  public:
-  Session(int fd, ConnectionContext& context, bool fds, bool progress)
-      : fd_(fd), ctx_(context), fds_(fds), progress_(progress) {}
+  Session(int fd, const PeerCredentials& peer, ConnectionContext& context, bool fds, bool progress)
+      : fd_(fd), peer_(peer), ctx_(context), fds_(fds), progress_(progress) {}
 
-  // false: close the connection.
-  bool handle(const proto::Message& message) {
+  // false: close the connection. `received`: the descriptors that came with the frame (only
+  // an import uses one; the others are closed with the frame).
+  bool handle(const proto::Message& message, std::vector<UniqueFd> received) {
+    received_ = std::move(received);
     return std::visit([this](const auto& m) { return on(m); }, message);
   }
 
@@ -110,6 +112,28 @@ class Session {
                                                report->removed_blobs, report->freed_bytes}));
   }
 
+  bool on(const proto::ImportRequest& request) {
+    if (!trust::peer_may_import(*ctx_.service.policy(), peer_.uid, peer_.gid, peer_.groups)) {
+      spdlog::info("refused an import from uid {}: not in [daemon] import_users/import_groups",
+                   peer_.uid);
+      return error({ErrorCode::permission_denied,
+                    "uid " + std::to_string(peer_.uid) +
+                        " may not import bundles into kernelhubd's cache (ask the admin: "
+                        "[daemon] import_users / import_groups), or import into your own "
+                        "cache with --cache-dir"},
+                   request.id);
+    }
+    if (request.fd >= received_.size() || !received_[request.fd]) {
+      return error(
+          {ErrorCode::invalid_request, "import names descriptor " + std::to_string(request.fd) +
+                                           ", which did not come with the frame"},
+          request.id);
+    }
+    auto repos = ctx_.service.import_bundle(received_[request.fd].get(), request.env);
+    if (!repos) return error(repos.error(), request.id);
+    return reply(proto::to_json(proto::ImportReply{request.id, std::move(*repos)}));
+  }
+
   bool on(const proto::Hello&) {
     send_error(fd_, ctx_.counters, {ErrorCode::protocol_error, "hello was already exchanged"});
     return true;
@@ -123,9 +147,11 @@ class Session {
   }
 
   int fd_;
+  const PeerCredentials& peer_;
   ConnectionContext& ctx_;
   bool fds_;
   bool progress_;
+  std::vector<UniqueFd> received_;
 };
 
 // The next frame within the frame bound; a timeout says which bound and where it is set.
@@ -208,7 +234,7 @@ void serve_connection(int fd, const PeerCredentials& peer, ConnectionContext& ct
   proto::FrameReader reader(fd);
   auto negotiated = handshake(fd, reader, ctx);
   if (!negotiated) return;
-  Session session(fd, ctx, has(negotiated->capabilities, proto::kCapabilityFds),
+  Session session(fd, peer, ctx, has(negotiated->capabilities, proto::kCapabilityFds),
                   has(negotiated->capabilities, proto::kCapabilityProgress));
   for (;;) {
     const auto idle_ms = ctx.bounds.idle_ms.load();
@@ -244,7 +270,7 @@ void serve_connection(int fd, const PeerCredentials& peer, ConnectionContext& ct
       send_error(fd, ctx.counters, message.error(), id);
       continue;  // unknown_request / invalid_request: the stream itself is fine
     }
-    if (!session.handle(*message)) return;
+    if (!session.handle(*message, std::move((*frame)->fds))) return;
   }
 }
 

@@ -54,6 +54,9 @@ class FetchService {
                         const ProgressSink& progress);
   Result<cache::VerifyReport> verify(const std::optional<trust::RepoId>& repo);
   Result<cache::GcReport> gc();
+  // Verifies a bundle read from `fd` (a regular file the client opened) and publishes it into
+  // the shared cache, with the client's trust variables bounded by the admin policy.
+  Result<nlohmann::json> import_bundle(int fd, const std::map<std::string, std::string>& env);
 
   // Waits for running downloads until `deadline`; true when none is left.
   bool wait_downloads(std::chrono::steady_clock::time_point deadline);
@@ -109,8 +112,8 @@ class FetchService {
   std::size_t running_ = 0;      // flights with a thread: downloading or waiting their turn
   std::size_t downloading_ = 0;  // flights past the max_downloads gate
   std::size_t max_downloads_ = 8;
-  std::uint64_t next_turn_ = 0;     // ticket of the next flight to be let through
-  std::uint64_t next_ticket_ = 0;   // handed to each new flight in arrival order
+  std::uint64_t next_turn_ = 0;    // ticket of the next flight to be let through
+  std::uint64_t next_ticket_ = 0;  // handed to each new flight in arrival order
   bool stop_queued_ = false;
 };
 

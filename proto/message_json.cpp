@@ -121,6 +121,16 @@ json to_json(const GcReply& m) {
               {"freed_bytes", m.freed_bytes}};
 }
 
+json to_json(const ImportRequest& m) {
+  json j{{"type", "import"}, {"id", m.id}, {"fd", m.fd}, {"env", json::object()}};
+  for (const auto& [key, value] : m.env) j["env"][key] = value;
+  return j;
+}
+
+json to_json(const ImportReply& m) {
+  return json{{"type", "imported"}, {"id", m.id}, {"repos", m.repos}};
+}
+
 json to_json(const ErrorReply& m) {
   json j{{"type", "error"}};
   put_optional(j, "id", m.id);
@@ -149,6 +159,8 @@ std::string_view type_name(const Message& m) {
     std::string_view operator()(const VerifyReply&) const { return "verified"; }
     std::string_view operator()(const GcRequest&) const { return "gc"; }
     std::string_view operator()(const GcReply&) const { return "gc"; }
+    std::string_view operator()(const ImportRequest&) const { return "import"; }
+    std::string_view operator()(const ImportReply&) const { return "imported"; }
     std::string_view operator()(const ErrorReply&) const { return "error"; }
   };
   return std::visit(Namer{}, m);

@@ -209,6 +209,20 @@ Result<Message> parse_gc_reply(const Fields& f) {
   return Message{GcReply{id, snapshots, blobs, freed}};
 }
 
+Result<Message> parse_import_request(const Fields& f) {
+  KH_PROTO_GET(id, f.uint("id"));
+  KH_PROTO_GET(fd, f.uint("fd"));
+  KH_PROTO_GET(env, f.string_map("env"));
+  if (fd >= 250) return f.invalid("fd", "an fd index below 250");
+  return Message{ImportRequest{id, static_cast<std::size_t>(fd), std::move(env)}};
+}
+
+Result<Message> parse_import_reply(const Fields& f) {
+  KH_PROTO_GET(id, f.uint("id"));
+  KH_PROTO_GET(repos, f.array("repos"));
+  return Message{ImportReply{id, *repos}};
+}
+
 Result<Message> parse_error(const Fields& f, const nlohmann::json& frame) {
   ErrorReply m;
   if (frame.contains("id")) {
@@ -255,6 +269,7 @@ Result<Message> parse_message(const nlohmann::json& frame, Sender sender) {
       if (type == "ls") return parse_id_only<LsRequest>(f);
       if (type == "verify") return parse_verify_request(f);
       if (type == "gc") return parse_id_only<GcRequest>(f);
+      if (type == "import") return parse_import_request(f);
       return unknown(type, sender);
     }
     if (type == "progress") return parse_progress(f);
@@ -263,6 +278,7 @@ Result<Message> parse_message(const nlohmann::json& frame, Sender sender) {
     if (type == "ls") return parse_ls_reply(f);
     if (type == "verified") return parse_verify_reply(f);
     if (type == "gc") return parse_gc_reply(f);
+    if (type == "imported") return parse_import_reply(f);
     if (type == "error") return parse_error(f, frame);
     return unknown(type, sender);
   }();
@@ -283,7 +299,7 @@ Result<Message> parse_message(const nlohmann::json& frame) {
     if (type != frame.end() && type->is_string()) {
       const auto& t = type->get_ref<const std::string&>();
       const bool reply = t == "progress" || t == "fetched" || t == "verified" || t == "error" ||
-                         (t == "status" && frame.contains("counters")) ||
+                         t == "imported" || (t == "status" && frame.contains("counters")) ||
                          (t == "ls" && frame.contains("repos")) ||
                          (t == "gc" && frame.contains("removed_snapshots"));
       return parse_message(frame, reply ? Sender::daemon : Sender::client);

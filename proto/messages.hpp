@@ -171,6 +171,23 @@ struct GcReply {
   bool operator==(const GcReply&) const = default;
 };
 
+// `import`: a bundle (.tar.zst) to verify and publish into the daemon's cache; the open file
+// travels as SCM_RIGHTS descriptor `fd`. `env` as in FetchRequest (the trust variables).
+struct ImportRequest {
+  RequestId id = 0;
+  std::size_t fd = 0;  // index into the frame's SCM_RIGHTS array
+  std::map<std::string, std::string> env;
+  bool operator==(const ImportRequest&) const = default;
+};
+
+// `imported`: one object per repo, as `kernelhub bundle import --json` prints it; checked to be
+// an array, passed through.
+struct ImportReply {
+  RequestId id = 0;
+  nlohmann::json repos = nlohmann::json::array();
+  bool operator==(const ImportReply&) const = default;
+};
+
 // `code` stays a string: a newer daemon may send codes this build does not know.
 struct ErrorReply {
   std::optional<RequestId> id;
@@ -179,9 +196,9 @@ struct ErrorReply {
   bool operator==(const ErrorReply&) const = default;
 };
 
-using Message =
-    std::variant<Hello, FetchRequest, Progress, Fetched, StatusRequest, StatusReply, LsRequest,
-                 LsReply, VerifyRequest, VerifyReply, GcRequest, GcReply, ErrorReply>;
+using Message = std::variant<Hello, FetchRequest, Progress, Fetched, StatusRequest, StatusReply,
+                             LsRequest, LsReply, VerifyRequest, VerifyReply, GcRequest, GcReply,
+                             ImportRequest, ImportReply, ErrorReply>;
 
 // Who sent the frame. `status`, `ls` and `gc` name both a request and its reply.
 enum class Sender { client, daemon };
@@ -211,6 +228,8 @@ nlohmann::json to_json(const VerifyRequest& m);
 nlohmann::json to_json(const VerifyReply& m);
 nlohmann::json to_json(const GcRequest& m);
 nlohmann::json to_json(const GcReply& m);
+nlohmann::json to_json(const ImportRequest& m);
+nlohmann::json to_json(const ImportReply& m);
 nlohmann::json to_json(const ErrorReply& m);
 nlohmann::json to_json(const Message& m);
 

@@ -132,8 +132,10 @@ Result<std::optional<ReceivedFrame>> FrameReader::read(
     }
     if (*next) {
       ReceivedFrame frame{std::move(**next), {}};
-      // Only `fetched` announces descriptors; any others are closed here.
-      if (frame.message["type"] == "fetched") frame.fds = std::move(pending_fds_);
+      // Only `fetched` (daemon to client) and `import` (client to daemon) announce
+      // descriptors; any others are closed here.
+      const auto& type = frame.message["type"];
+      if (type == "fetched" || type == "import") frame.fds = std::move(pending_fds_);
       pending_fds_.clear();
       return std::optional<ReceivedFrame>{std::move(frame)};
     }

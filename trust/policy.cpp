@@ -172,19 +172,24 @@ Result<void> parse_daemon_table(const toml::table& table, const std::string& sou
       *slot = static_cast<std::uint64_t>(*number);
       continue;
     }
-    if (k != "allow_users" && k != "allow_groups") {
+    if (k != "allow_users" && k != "allow_groups" && k != "import_users" && k != "import_groups") {
       return fail(ErrorCode::policy,
                   source + ": unknown key '" + std::string(k) +
-                      "' in [daemon] (allowed: allow_users, allow_groups, max_connections, "
-                      "max_connections_per_uid, idle_timeout_s, frame_timeout_s, max_downloads)");
+                      "' in [daemon] (allowed: allow_users, allow_groups, import_users, "
+                      "import_groups, max_connections, max_connections_per_uid, "
+                      "idle_timeout_s, frame_timeout_s, max_downloads)");
     }
-    const bool user = k == "allow_users";
+    const bool user = k.ends_with("_users");
     auto ids = id_set(value, source, k, user);
     KH_TRY(ids);
-    if (user) {
+    if (k == "allow_users") {
       policy.allow_users = std::set<uid_t>(ids->begin(), ids->end());
-    } else {
+    } else if (k == "allow_groups") {
       policy.allow_groups = std::set<gid_t>(ids->begin(), ids->end());
+    } else if (k == "import_users") {
+      policy.import_users = std::set<uid_t>(ids->begin(), ids->end());
+    } else {
+      policy.import_groups = std::set<gid_t>(ids->begin(), ids->end());
     }
   }
   return ok();
@@ -200,6 +205,15 @@ bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<con
   if (policy.allow_groups->contains(gid)) return true;
   return std::any_of(groups.begin(), groups.end(),
                      [&](gid_t g) { return policy.allow_groups->contains(g); });
+}
+
+bool peer_may_import(const AdminPolicy& policy, uid_t uid, gid_t gid,
+                     std::span<const gid_t> groups) {
+  if (uid == 0 || policy.import_users.contains(uid) || policy.import_groups.contains(gid)) {
+    return true;
+  }
+  return std::any_of(groups.begin(), groups.end(),
+                     [&](gid_t g) { return policy.import_groups.contains(g); });
 }
 
 Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view source_name) {

@@ -53,6 +53,10 @@ struct AdminPolicy {
   // loaded. Both absent: everyone may connect.
   std::optional<std::set<uid_t>> allow_users;
   std::optional<std::set<gid_t>> allow_groups;
+  // [daemon] who may import bundles into the shared cache (besides root): nobody else unless
+  // listed, since an import publishes for every user of the host.
+  std::set<uid_t> import_users;
+  std::set<gid_t> import_groups;
   DaemonLimitSettings limits;
 };
 
@@ -68,6 +72,10 @@ TrustDecision decide_trust(const AdminPolicy& policy, std::string_view org,
 // May this peer (from SO_PEERCRED, never from a request) talk to the daemon? Root always
 // may; otherwise the uid must be listed, or its primary or a supplementary group.
 bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<const gid_t> groups);
+// May this peer import a bundle into the daemon's cache? Root may; otherwise the uid, its
+// primary or a supplementary group must be in import_users / import_groups.
+bool peer_may_import(const AdminPolicy& policy, uid_t uid, gid_t gid,
+                     std::span<const gid_t> groups);
 
 // Reads an admin policy file (TOML):
 //   [trust]
@@ -79,6 +87,8 @@ bool peer_allowed(const AdminPolicy& policy, uid_t uid, gid_t gid, std::span<con
 //   [daemon]
 //   allow_users = ["alice", 1000]    # user names or numeric uids
 //   allow_groups = ["kernelusers"]   # group names or numeric gids
+//   import_users = ["ops"]           # who may `kernelhub bundle import` into the daemon's cache
+//   import_groups = ["kernel-admins"]
 //   max_connections = 256            # limits: positive integers, see DaemonLimitSettings
 //   max_connections_per_uid = 32
 //   idle_timeout_s = 120

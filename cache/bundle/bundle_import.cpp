@@ -25,7 +25,7 @@ Unexpected bad_archive(ErrorCode code, const std::string& why) {
 // One blob of the manifest: where it goes and, once streamed, its verified temp file.
 struct PlannedBlob {
   std::size_t repo = 0;
-  BundledFile file;  // the first file with this etag
+  BundledFile file;         // the first file with this etag
   bool keep_bytes = false;  // a metadata.json: kept in memory for the digest check
   std::optional<BlobWriter> writer;
   std::string bytes;
@@ -64,9 +64,9 @@ Result<std::string> read_manifest_entry(archive* a, const BundleLimits& limits) 
   }
   if (!archive_entry_size_is_set(entry) || archive_entry_size(entry) < 0 ||
       static_cast<std::uint64_t>(archive_entry_size(entry)) > limits.max_manifest_bytes) {
-    return bad_archive(ErrorCode::too_large, "the manifest is larger than " +
-                                                 std::to_string(limits.max_manifest_bytes >> 20) +
-                                                 " MiB");
+    return bad_archive(
+        ErrorCode::too_large,
+        "the manifest is larger than " + std::to_string(limits.max_manifest_bytes >> 20) + " MiB");
   }
   std::string text(static_cast<std::size_t>(archive_entry_size(entry)), '\0');
   std::size_t done = 0;
@@ -117,14 +117,14 @@ Result<void> Importer::plan() {
     const auto& repo = manifest_.repos[r];
     for (const auto& file : repo.files) {
       const std::string name = blob_entry_name(repo.repo, file.etag);
-      const bool is_metadata = file.path.ends_with("/metadata.json") &&
-                               file.size <= trust::kMaxMetadataBytes;
+      const bool is_metadata =
+          file.path.ends_with("/metadata.json") && file.size <= trust::kMaxMetadataBytes;
       auto [it, inserted] = blobs_.try_emplace(name, PlannedBlob{r, file, is_metadata, {}, {}});
       if (!inserted) {
         if (it->second.file.size != file.size || it->second.file.sha256 != file.sha256) {
-          return bad_archive(ErrorCode::malformed_response,
-                             repo.repo.str() + ": etag " + file.etag +
-                                 " is declared with two different contents");
+          return bad_archive(
+              ErrorCode::malformed_response,
+              repo.repo.str() + ": etag " + file.etag + " is declared with two different contents");
         }
         it->second.keep_bytes = it->second.keep_bytes || is_metadata;
       }
@@ -291,6 +291,20 @@ void Importer::remove_created_folders() {
 }
 
 }  // namespace
+
+nlohmann::json imported_json(const std::vector<ImportedRepo>& repos, const KernelCache& cache) {
+  auto out = nlohmann::json::array();
+  for (const auto& repo : repos) {
+    out.push_back({{"repo", repo.repo.str()},
+                   {"commit", repo.commit},
+                   {"variants", repo.variants},
+                   {"files", repo.files},
+                   {"refs_written", repo.refs_written},
+                   {"refs_kept", repo.refs_kept},
+                   {"snapshot", cache.snapshot_dir(repo.repo, repo.commit).string()}});
+  }
+  return out;
+}
 
 Result<std::vector<ImportedRepo>> import_bundle(int fd, const KernelCache& cache,
                                                 const ImportOptions& options) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cache/bundle/bundle_manifest.hpp"
 #include "cache/kernel_cache.hpp"
 #include "trust/environment.hpp"
@@ -34,6 +36,10 @@ struct ImportedRepo {
   // bundle (offline, no history to check) never moves a version branch.
   std::vector<std::string> refs_kept;
 };
+
+// One object per repo: repo, commit, variants, files, refs_written, refs_kept, snapshot (the
+// shape `kernelhub bundle import --json` prints, in and out of the daemon).
+nlohmann::json imported_json(const std::vector<ImportedRepo>& repos, const KernelCache& cache);
 
 // Reads the bundle from `fd` (from its current offset; a pipe works).
 Result<std::vector<ImportedRepo>> import_bundle(int fd, const KernelCache& cache,

@@ -2,9 +2,10 @@
 // [--variant V | --all-variants]`: fetches the kernels (through kernelhubd when one runs,
 // so the cache is filled first when they are missing) and writes their verified files into
 // one .tar.zst. `kernelhub bundle import FILE [--cache-dir D] [--policy P]`: verifies a
-// bundle and publishes it into a cache, for sites without a Hub.
-#include <CLI/CLI.hpp>
+// bundle and publishes it into kernelhubd's cache (the open file is passed over the socket)
+// or, without a daemon or with --cache-dir, into the user's cache.
 #include <fcntl.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -12,9 +13,7 @@
 #include <iostream>
 #include <memory>
 
-#include "cache/bundle/bundle_import.hpp"
 #include "cache/bundle/bundle_writer.hpp"
-#include "cache/kernel_cache.hpp"
 #include "client/cli/commands.hpp"
 #include "client/cli/exit_codes.hpp"
 #include "client/cli/fetch_args.hpp"
@@ -36,8 +35,7 @@ struct CreateArgs {
 
 struct ImportArgs {
   std::string file;
-  std::optional<std::string> cache_dir;
-  std::optional<std::string> policy;
+  ClientArgs client;
   bool json = false;
 };
 
@@ -133,43 +131,25 @@ int run_create(const CreateArgs& args) {
 }
 
 int run_import(const ImportArgs& args) {
-  const auto env = trust::Environment::from_process();
-  cache::bundle::ImportOptions options;
-  options.trust_env = trust::TrustEnvironment::from(env);
-  if (auto file = args.policy ? args.policy : env.get("KERNELHUB_POLICY")) {
-    auto policy = trust::load_policy_file(*file);
-    if (!policy) return report(policy.error());
-    options.policy = std::move(*policy);
-  }
   const UniqueFd fd(::open(args.file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     return report(Error{ErrorCode::io, "cannot open " + args.file + ": " + std::strerror(errno)});
   }
-  const cache::KernelCache cache(args.cache_dir ? fs::path(*args.cache_dir)
-                                                : cache::resolve_cache_root(env));
-  auto imported = cache::bundle::import_bundle(fd.get(), cache, options);
+  auto client = open_client(args.client);
+  if (!client) return report(client.error());
+  auto imported = client->import_bundle(fd.get());
   if (!imported) return report(imported.error());
-  auto out = nlohmann::json::array();
   for (const auto& repo : *imported) {
-    out.push_back({{"repo", repo.repo.str()},
-                   {"commit", repo.commit},
-                   {"variants", repo.variants},
-                   {"files", repo.files},
-                   {"refs_written", repo.refs_written},
-                   {"refs_kept", repo.refs_kept},
-                   {"snapshot", cache.snapshot_dir(repo.repo, repo.commit).string()}});
-    for (const auto& ref : repo.refs_kept) {
-      std::cerr << "kernelhub: warning: " << repo.repo.str() << " " << ref
-                << " stays at the commit accepted before; the bundle's " << repo.commit
-                << " is imported, reachable by its sha\n";
+    for (const auto& ref : repo["refs_kept"]) {
+      std::cerr << "kernelhub: warning: " << repo["repo"].get<std::string>() << " "
+                << ref.get<std::string>() << " stays at the commit accepted before; the bundle's "
+                << repo["commit"].get<std::string>() << " is imported, reachable by its sha\n";
     }
   }
   if (args.json) {
-    std::cout << out.dump(2) << "\n";
+    std::cout << imported->dump(2) << "\n";
   } else {
-    for (const auto& repo : out) {
-      std::cout << repo["snapshot"].get<std::string>() << "\n";
-    }
+    for (const auto& repo : *imported) std::cout << repo["snapshot"].get<std::string>() << "\n";
   }
   return 0;
 }
@@ -185,23 +165,21 @@ void register_bundle(CLI::App& app, Action& action) {
   create->add_option("out", create_args->out, "Bundle to write (.tar.zst)")->required();
   auto* repos = create->add_option("repos", create_args->repos, "Kernel repositories ORG/NAME");
   add_fetch_options(*create, create_args->fetch, repos);
-  create->callback([create_args, &action] {
-    action = [create_args] { return run_create(*create_args); };
-  });
+  create->callback(
+      [create_args, &action] { action = [create_args] { return run_create(*create_args); }; });
 
   auto import_args = std::make_shared<ImportArgs>();
   auto* import = bundle->add_subcommand("import", "Verify a bundle and publish it into a cache");
   import->footer(kExitCodes);
   import->add_option("file", import_args->file, "Bundle to import")->required();
-  import->add_option("--cache-dir", import_args->cache_dir,
-                     "Cache to publish into (default: KERNELS_CACHE, HF_HUB_CACHE, ...)");
-  import->add_option("--policy", import_args->policy,
-                     "Admin trust policy file (default: $KERNELHUB_POLICY)");
+  add_client_options(*import, import_args->client, /*with_policy=*/true);
   import->add_flag("--json", import_args->json, "Print a JSON description");
   import->callback([import_args, &action] {
-    action = [import_args] { return run_import(*import_args); };
-  });
-}
+    action = [import_args] { return run_import(*import_args);
+};
+}  // namespace
+);
+}  // namespace kernelhub::cli
 
 }  // namespace
 

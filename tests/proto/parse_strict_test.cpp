@@ -83,7 +83,8 @@ TEST_CASE("wrong member types are invalid_request naming the member and the id",
 TEST_CASE("missing required members are invalid_request", "[proto][strict]") {
   const std::pair<const char*, Sender> goldens[] = {
       {"hello_client", Sender::client}, {"fetch", Sender::client},
-      {"fetch_locked", Sender::client}, {"progress", Sender::daemon},
+      {"fetch_locked", Sender::client}, {"import", Sender::client},
+      {"imported", Sender::daemon},     {"progress", Sender::daemon},
       {"fetched", Sender::daemon},      {"status_request", Sender::client},
       {"status_reply", Sender::daemon}, {"ls_reply", Sender::daemon},
       {"verified", Sender::daemon},     {"gc_reply", Sender::daemon},

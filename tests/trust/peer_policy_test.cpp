@@ -99,3 +99,22 @@ TEST_CASE("[daemon] limit keys are read, range-checked, and absent ones stay uns
     CHECK(bad.error().message.find("must be an integer from 1 to") != std::string::npos);
   }
 }
+
+TEST_CASE("only root and the import_users / import_groups of the policy may import bundles",
+          "[trust][peer]") {
+  auto none = parse_policy("[daemon]\n");
+  REQUIRE(none);
+  CHECK(peer_may_import(*none, 0, 0, {}));
+  CHECK_FALSE(peer_may_import(*none, 1000, 1000, {}));
+  auto listed = parse_policy("[daemon]\nimport_users = [1000]\nimport_groups = [\"root\", 3000]\n");
+  REQUIRE(listed);
+  CHECK(peer_may_import(*listed, 1000, 1000, {}));
+  CHECK(peer_may_import(*listed, 1001, 3000, {}));
+  const std::vector<gid_t> groups{5, 3000};
+  CHECK(peer_may_import(*listed, 1002, 1002, groups));
+  CHECK_FALSE(peer_may_import(*listed, 1003, 1003, {}));
+  // Importing is not connecting: allow_users stays as it was.
+  CHECK_FALSE(listed->allow_users);
+  CHECK_FALSE(parse_policy("[daemon]\nimport_users = [\"no-such-user-kh\"]\n"));
+  CHECK(parse_policy("[trust]\nallow_version_rollback = true\n")->allow_version_rollback);
+}

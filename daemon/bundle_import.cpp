@@ -1,0 +1,42 @@
+// `import` requests: a bundle published into kernelhubd's shared cache. Only peers the admin
+// policy names may ask (connection.cpp checks); here the descriptor is checked to be a
+// regular file (a pipe could stall a worker forever), the client's trust variables are
+// bounded by the policy as for a fetch, and the import runs beside downloads (never beside
+// verify or gc). Warm memos are dropped after, so the next fetch sees the new commits.
+#include <sys/stat.h>
+
+#include <spdlog/spdlog.h>
+
+#include "cache/bundle/bundle_import.hpp"
+#include "daemon/fetch_service.hpp"
+
+namespace kernelhub::daemon {
+
+Result<nlohmann::json> FetchService::import_bundle(int fd,
+                                                   const std::map<std::string, std::string>& env) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return fail(ErrorCode::invalid_request, "import needs the bundle as an open regular file");
+  }
+  const auto truthy = [&](std::string_view key) {
+    const auto it = env.find(std::string(key));
+    return it != env.end() && trust::is_truthy(it->second);
+  };
+  cache::bundle::ImportOptions options;
+  options.policy = *policy();
+  options.trust_env = {truthy(trust::kTrustRemoteKernelsVar), truthy(trust::kDisableRemoteCodeVar)};
+
+  std::shared_lock maintenance(maintenance_);
+  cache::KernelCache cache(root_);
+  cache.set_published_blob_mode(0444);  // the shared cache: read-only from the moment it is visible
+  auto imported = cache::bundle::import_bundle(fd, cache, options);
+  if (!imported) return fail(imported.error());
+  forget_all();
+  for (const auto& repo : *imported) {
+    spdlog::info("imported {}@{} from a bundle ({} files)", repo.repo.str(), repo.commit,
+                 repo.files);
+  }
+  return cache::bundle::imported_json(*imported, cache);
+}
+
+}  // namespace kernelhub::daemon
