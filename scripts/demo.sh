@@ -7,6 +7,9 @@
 #   -> a C++ app built against the installed kernelhub package sets `flash_hub` on a tiny
 #      model: kernels-community/flash-attn2 comes through kernelhubd, is verified and
 #      dlopen'ed without Python, and the app prints its largest difference from `native`.
+#   -> `kernelhub lock` pins a project's kernels; `kernelhub bundle create` writes them to one
+#      .tar.zst; with the Hub and the daemon gone, `kernelhub bundle import` fills a second,
+#      air-gapped cache, and Python `kernels` loads the locked kernel from it offline.
 # Exits non-zero if any step fails.
 set -euo pipefail
 
@@ -117,6 +120,25 @@ echo "(kernels-community/flash-attn2 is in the daemon's cache: ${CACHE})"
 step "kernelhub status (the daemon's counters)"
 "${KERNELHUB}" status
 
+step "kernelhub lock: pin the project's kernels (pyproject.toml [tool.kernels.dependencies])"
+PROJECT="${DEMO}/project"
+mkdir -p "${PROJECT}"
+cat >"${PROJECT}/pyproject.toml" <<EOF
+[project]
+name = "demo-app"
+version = "0.1.0"
+
+[tool.kernels.dependencies]
+"kernels-community/${KERNEL}" = 1
+"kernels-community/flash-attn2" = 3
+EOF
+"${KERNELHUB}" lock "${PROJECT}"
+cat "${PROJECT}/kernels.lock"
+echo
+
+step "kernelhub bundle create: the locked kernels into one file (through kernelhubd)"
+"${KERNELHUB}" bundle create "${DEMO}/kernels.tar.zst" --lockfile "${PROJECT}/kernels.lock" --json
+
 step "stopping kernelhubd and the server; Python 'kernels' loads the kernel from the daemon's cache, offline"
 stop "${DAEMON_PID}"
 DAEMON_PID=""
@@ -135,6 +157,30 @@ out = torch.empty_like(x)
 kernel.relu(out, x)
 print(f"loaded {kernel.__name__} from {kernel.__file__}")
 print(f"relu({x.tolist()}) = {out.tolist()}")
+assert torch.equal(out, torch.relu(x)), "the kernel computed a wrong result"
+EOF
+
+step "air-gapped: kernelhub bundle import into a second cache, no Hub, no daemon"
+unset KERNELHUB_SOCKET KERNELHUB_REQUIRE_DAEMON
+AIRGAP="${DEMO}/airgap-cache"
+"${KERNELHUB}" bundle import "${DEMO}/kernels.tar.zst" --cache-dir "${AIRGAP}"
+HF_HUB_OFFLINE=1 "${KERNELHUB}" download --lockfile "${PROJECT}/kernels.lock" --cache-dir "${AIRGAP}"
+
+step "Python 'kernels' loads the locked kernel from the imported cache, offline"
+HF_HUB_OFFLINE=1 KERNELS_CACHE="${AIRGAP}" HF_HUB_CACHE="${AIRGAP}" "${PYTHON}" - "${KERNEL}" \
+  "${PROJECT}/kernels.lock" <<'EOF'
+import sys
+from pathlib import Path
+
+import torch
+from kernels import load_kernel
+
+name, lockfile = sys.argv[1], Path(sys.argv[2])
+kernel = load_kernel(f"kernels-community/{name}", lockfile=lockfile, backend="cpu")
+x = torch.tensor([[-1.0, 3.0]])
+out = torch.empty_like(x)
+kernel.relu(out, x)
+print(f"load_kernel(lockfile=...) -> {kernel.__file__}")
 assert torch.equal(out, torch.relu(x)), "the kernel computed a wrong result"
 EOF
 

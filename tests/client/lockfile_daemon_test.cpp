@@ -90,6 +90,14 @@ TEST_CASE("download --lockfile through kernelhubd: locked commits, legacy hashes
   CHECK_THAT(refused.err, Catch::Contains("hash_mismatch"));
   CHECK(json::parse(refused.out).empty());  // nothing handed out
 
+  // prefetch --lockfile warms the daemon's cache the same way (no descriptors).
+  const auto warmed = cli({"prefetch", "--lockfile", (dir.path() / "legacy.lock").string(),
+                           "--json"},
+                          hub, daemon.socket());
+  REQUIRE(warmed.exit_code == 0);
+  CHECK(json::parse(warmed.out)[0]["commit"] == commit);
+  CHECK(json::parse(warmed.out)[0]["via_daemon"] == true);
+
   // The kernels format (no hashes) pins the same commit through the daemon.
   const auto kernels_lock = cli({"lock", dir.path().string()}, hub, daemon.socket());
   REQUIRE(kernels_lock.exit_code == 0);
