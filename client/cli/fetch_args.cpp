@@ -27,6 +27,16 @@ void add_fetch_options(CLI::App& cmd, FetchArgs& args, CLI::Option* repos) {
   add_client_options(cmd, args.client, /*with_policy=*/true);
 }
 
+namespace {
+// The variant and platform flags every request takes as given.
+void apply_variant_options(const FetchArgs& args, hub::FetchRequest& request) {
+  request.variant = args.variant;
+  request.all_variants = args.all_variants;
+  request.platform.torch_version = args.torch_version;
+  request.platform.backend = args.backend;
+}
+}  // namespace
+
 Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string& repo_text) {
   if (args.version.has_value() == args.revision.has_value()) {
     return fail(ErrorCode::invalid_argument, "give exactly one of --version or --revision");
@@ -39,10 +49,7 @@ Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string&
   request.repo = *repo;
   request.version = args.version;
   request.revision = args.revision;
-  request.variant = args.variant;
-  request.all_variants = args.all_variants;
-  request.platform.torch_version = args.torch_version;
-  request.platform.backend = args.backend;
+  apply_variant_options(args, request);
   return request;
 }
 
@@ -57,10 +64,7 @@ Result<std::vector<hub::FetchRequest>> make_locked_requests(const FetchArgs& arg
     hub::FetchRequest request;
     request.repo = entry.repo;
     request.revision = entry.commit;
-    request.variant = args.variant;
-    request.all_variants = args.all_variants;
-    request.platform.torch_version = args.torch_version;
-    request.platform.backend = args.backend;
+    apply_variant_options(args, request);
     request.from_lock = true;
     request.locked_variant_hashes = entry.variant_hashes;
     requests.push_back(std::move(request));

@@ -2,6 +2,7 @@
 // paths-info
 // (research/hub-protocol.md §1.a-1.c for the JSON shapes clients rely on).
 #include <algorithm>
+#include <optional>
 
 #include "hub/server/server_context.hpp"
 #include "trust/json_bounds.hpp"
@@ -30,6 +31,16 @@ nlohmann::json refs_json(const std::vector<RefEntry>& refs, const char* prefix) 
   for (const auto& r : refs)
     out.push_back({{"name", r.name}, {"ref", prefix + r.name}, {"targetCommit", r.commit}});
   return out;
+}
+
+// An unsigned query parameter (0 when absent); nullopt when it is not a number.
+std::optional<std::size_t> index_param(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return 0;
+  try {
+    return static_cast<std::size_t>(std::stoull(req.get_param_value(name)));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 void repo_info(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
@@ -84,16 +95,10 @@ void tree(const ServerContext& ctx, const httplib::Request& req, httplib::Respon
   auto entries = list_tree(*commit, where->path, recursive);
   if (!entries) return send_store_error(res, entries.error());
 
-  std::size_t cursor = 0;
-  if (req.has_param("cursor")) {
-    try {
-      cursor = std::stoull(req.get_param_value("cursor"));
-    } catch (const std::exception&) {
-      return send_error(res, 400, "BadRequest", "invalid cursor");
-    }
-  }
+  const auto cursor = index_param(req, "cursor");
+  if (!cursor) return send_error(res, 400, "BadRequest", "invalid cursor");
   const std::size_t page = std::max<std::size_t>(1, ctx.options.tree_page_size);
-  const std::size_t begin = std::min(cursor, entries->size());
+  const std::size_t begin = std::min(*cursor, entries->size());
   const std::size_t end = std::min(begin + page, entries->size());
   nlohmann::json out = nlohmann::json::array();
   for (std::size_t i = begin; i < end; ++i) out.push_back(entry_json((*entries)[i]));
@@ -116,16 +121,12 @@ void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Res
   if (!target) return;
   auto head = ctx.store.resolve(target->repo, std::string(req.matches[4]));
   if (!head) return send_store_error(res, head.error());
-  std::size_t page_number = 0;
-  if (req.has_param("p")) {
-    try {
-      page_number = std::stoull(req.get_param_value("p"));
-    } catch (const std::exception&) {
-      return send_error(res, 400, "BadRequest", "invalid page");
-    }
+  const auto page_number = index_param(req, "p");
+  if (!page_number || *page_number > 1'000'000) {
+    return send_error(res, 400, "BadRequest", "invalid page");
   }
   const std::size_t page = std::max<std::size_t>(1, ctx.options.tree_page_size);
-  const std::size_t begin = page_number * page;
+  const std::size_t begin = *page_number * page;
   nlohmann::json out = nlohmann::json::array();
   std::optional<std::string> next = *head;
   bool more = false;
@@ -150,7 +151,7 @@ void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Res
   if (more) {
     res.set_header("Link", "<" + ctx.base_url(req) + "/api/" + target->type + "/" +
                                target->repo.str() + "/commits/" + *head +
-                               "?p=" + std::to_string(page_number + 1) + ">; rel=\"next\"");
+                               "?p=" + std::to_string(*page_number + 1) + ">; rel=\"next\"");
   }
   send_json(res, out);
 }

@@ -115,6 +115,18 @@ def hf_cache(tmp_path_factory):
     return cache
 
 
+def check_fixture_relu(kernel, cache: Path) -> None:
+    """A loaded fixture relu kernel: it comes from `cache`, is version 1, and computes relu."""
+    import torch
+
+    assert Path(kernel.__file__).resolve().is_relative_to(cache.resolve())
+    assert kernel.fixture_version() == 1
+    x = torch.randn(4, 10)
+    out = torch.empty_like(x)
+    kernel.relu(out, x)
+    torch.testing.assert_close(out, torch.relu(x), rtol=0, atol=0)
+
+
 def run_kernelhub(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     full_env = dict(os.environ)
     full_env.update(env or {})

@@ -4,11 +4,11 @@ Also kernelhub's own trust rule at the CLI: SageAttention needs DIFFUSERS_TRUST_
 
 import os
 import re
-from pathlib import Path
 
 import pytest
 
-from conftest import KERNEL, files_under, fixture_variant_dir, run_kernelhub, variant_name
+from conftest import (KERNEL, check_fixture_relu, files_under, fixture_variant_dir, run_kernelhub,
+                      variant_name)
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +51,7 @@ def test_kernels_loads_kernelhub_cache_offline(hub, cli_cache):
     os.environ["HF_HUB_CACHE"] = str(cli_cache)
     os.environ["KERNELS_CACHE"] = str(cli_cache)
 
-    import torch
     from kernels import get_kernel
 
-    kernel = get_kernel(f"kernels-community/{KERNEL}", version=1, backend="cpu")
-    assert Path(kernel.__file__).resolve().is_relative_to(cli_cache.resolve())
-    assert kernel.fixture_version() == 1
-    x = torch.randn(4, 10)
-    out = torch.empty_like(x)
-    kernel.relu(out, x)
-    torch.testing.assert_close(out, torch.relu(x), rtol=0, atol=0)
+    check_fixture_relu(get_kernel(f"kernels-community/{KERNEL}", version=1, backend="cpu"),
+                       cli_cache)

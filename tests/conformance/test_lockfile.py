@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (FIXTURE_SRC, HUB_ROOT, KERNEL, KERNELHUB, HubServer, run_kernelhub,
-                      variant_name)
+from conftest import (FIXTURE_SRC, HUB_ROOT, KERNEL, KERNELHUB, HubServer, check_fixture_relu,
+                      run_kernelhub, variant_name)
 
 KERNELS_CLI = [str(Path(sys.executable).parent / "kernels")]  # the venv's console script
 
@@ -218,13 +218,8 @@ def test_kernels_load_kernel_with_lockfile_offline(kernels_written_lock, locked_
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["HF_HUB_CACHE"] = str(locked_cache)
     os.environ["KERNELS_CACHE"] = str(locked_cache)
-    import torch
     from kernels import load_kernel
 
     kernel = load_kernel(f"kernels-community/{KERNEL}",
                          lockfile=kernels_written_lock / "kernels.lock", backend="cpu")
-    assert kernel.fixture_version() == 1
-    x = torch.randn(4, 10)
-    out = torch.empty_like(x)
-    kernel.relu(out, x)
-    torch.testing.assert_close(out, torch.relu(x), rtol=0, atol=0)
+    check_fixture_relu(kernel, locked_cache)

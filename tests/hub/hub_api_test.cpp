@@ -12,17 +12,42 @@
 using namespace kernelhub;
 using namespace kernelhub::testing;
 
+namespace {
+
+// A HubServer over `store` whose tree and commit listings hold `page_size` entries a page,
+// and a HubApi pointed at it.
+struct PagedHub {
+  hub::server::HubServer server;
+  std::unique_ptr<hub::CurlHttpClient> http;
+  std::unique_ptr<hub::HubApi> api_owner;
+
+  static hub::server::ServerOptions paged(const std::filesystem::path& store, std::size_t size) {
+    hub::server::ServerOptions options;
+    options.root = store;
+    options.tree_page_size = size;
+    return options;
+  }
+  PagedHub(const std::filesystem::path& store, std::size_t page_size)
+      : server(paged(store, page_size)) {
+    REQUIRE(server.start());
+    trust::Environment env;
+    env.set("HF_ENDPOINT", server.endpoint());
+    http = std::make_unique<hub::CurlHttpClient>(hub::HubConfig::from(env));
+    api_owner = std::make_unique<hub::HubApi>(hub::HubConfig::from(env), *http);
+  }
+  hub::HubApi& api() { return *api_owner; }
+  std::size_t count(const std::string& method, const std::string& part) const {
+    return server.count(method, part);
+  }
+  void reset_requests() { server.reset_requests(); }
+};
+
+}  // namespace
+
 TEST_CASE("list_tree follows Link rel=next pages and returns every entry once") {
   FetchFixture fx;
-  hub::server::ServerOptions options;
-  options.root = fx.store;
-  options.tree_page_size = 2;
-  hub::server::HubServer paged(options);
-  REQUIRE(paged.start());
-  trust::Environment env;
-  env.set("HF_ENDPOINT", paged.endpoint());
-  hub::CurlHttpClient http(hub::HubConfig::from(env));
-  hub::HubApi api(hub::HubConfig::from(env), http);
+  PagedHub paged(fx.store, 2);
+  auto& api = paged.api();
   auto entries = api.list_tree(kKernelRepo, fx.commit, "build/" + kCpuVariant, true);
   REQUIRE(entries);
   std::set<std::string> paths;
@@ -145,15 +170,8 @@ TEST_CASE("history_contains walks the commit pages within its bound", "[history]
     REQUIRE(published);
     chain.push_back(published->commit);
   }
-  hub::server::ServerOptions options;
-  options.root = fx.store;
-  options.tree_page_size = 1;
-  hub::server::HubServer paged(options);
-  REQUIRE(paged.start());
-  trust::Environment env;
-  env.set("HF_ENDPOINT", paged.endpoint());
-  hub::CurlHttpClient http(hub::HubConfig::from(env));
-  hub::HubApi api(hub::HubConfig::from(env), http);
+  PagedHub paged(fx.store, 1);
+  auto& api = paged.api();
 
   CHECK(*api.history_contains(kKernelRepo, chain[3], chain[0], 100));
   CHECK(paged.count("GET", "/commits/") == 4);  // one commit per page
