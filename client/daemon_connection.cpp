@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <array>
 #include <chrono>
 #include <type_traits>
 
@@ -232,7 +233,7 @@ Result<nlohmann::json> DaemonConnection::import_bundle(int fd, const trust::Envi
   if (hello_pending_) KH_TRY(read_hello_reply());
   proto::ImportRequest request;
   request.env = trust_env(env);
-  const int fds[] = {fd};
+  const std::array<int, 1> fds{fd};
   auto reply = call(request, fds);
   if (!reply) return fail(reply.error());
   return std::move((*reply)["repos"]);

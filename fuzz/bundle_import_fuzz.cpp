@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 #include "cache/bundle/bundle_import.hpp"
 
@@ -15,11 +16,11 @@ using namespace kernelhub;
 namespace {
 
 const std::filesystem::path& scratch() {
-  static const std::filesystem::path dir = [] {
-    char pattern[] = "/tmp/kh-bundle-fuzz-XXXXXX";
-    return std::filesystem::path(::mkdtemp(pattern));
+  static const std::filesystem::path kDir = [] {
+    std::string pattern = "/tmp/kh-bundle-fuzz-XXXXXX";
+    return std::filesystem::path(::mkdtemp(pattern.data()));
   }();
-  return dir;
+  return kDir;
 }
 
 bool holds_a_repo(const std::filesystem::path& root) {

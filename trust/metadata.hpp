@@ -16,7 +16,7 @@
 
 namespace kernelhub::trust {
 
-inline constexpr std::size_t kMaxMetadataBytes = 1024 * 1024;
+inline constexpr std::size_t kMaxMetadataBytes = std::size_t{1} << 20;
 
 struct KernelMetadata {
   std::optional<std::string> id;    // the ops namespace: must be a string when present

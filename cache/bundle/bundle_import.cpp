@@ -17,6 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::size_t kChunk = 1u << 20;
+constexpr std::size_t kReadBlock = 64u << 10;  // libarchive's reads from the bundle fd
 
 Unexpected bad_archive(ErrorCode code, const std::string& why) {
   return fail(code, "bundle: " + why + "; nothing was imported");
@@ -313,7 +314,7 @@ Result<std::vector<ImportedRepo>> import_bundle(int fd, const KernelCache& cache
   // A zstd-compressed tar, or a plain one; nothing else is even tried.
   if (archive_read_support_filter_zstd(a.get()) != ARCHIVE_OK ||
       archive_read_support_format_tar(a.get()) != ARCHIVE_OK ||
-      archive_read_open_fd(a.get(), fd, 64 * 1024) != ARCHIVE_OK) {
+      archive_read_open_fd(a.get(), fd, kReadBlock) != ARCHIVE_OK) {
     return bad_archive(ErrorCode::malformed_response,
                        "cannot read the bundle: " + archive_error(a.get()));
   }

@@ -53,9 +53,10 @@ struct Variant {
 
 BundledRepo manifest_repo(const Variant& variant) {
   BundledRepo repo{kRepo, kCommit, {"v1"}, {kVariant}, {}};
+  const std::string prefix = "build/" + kVariant + "/";
   for (const auto& [name, content] : variant.files) {
     const bool lfs = name.ends_with(".so");
-    repo.files.push_back({"build/" + kVariant + "/" + name, content.size(),
+    repo.files.push_back({prefix + name, content.size(),
                           lfs ? trust::sha256_hex(content) : trust::git_blob_sha1_hex(content),
                           trust::sha256_hex(content)});
   }
