@@ -20,11 +20,7 @@ struct DownloadArgs {
 };
 
 int run_download(const DownloadArgs& args) {
-  if (args.fetch.lockfile) {
-    auto requests = make_locked_requests(args.fetch);
-    if (!requests) return report(requests.error());
-    return fetch_each(args.fetch, *requests, /*prefetch=*/false);
-  }
+  if (args.fetch.lockfile) return fetch_locked(args.fetch, /*prefetch=*/false);
   if (args.repo.empty()) {
     return report(Error{ErrorCode::invalid_argument, "name a kernel ORG/NAME, or --lockfile"});
   }

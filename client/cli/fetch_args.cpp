@@ -72,6 +72,12 @@ Result<std::vector<hub::FetchRequest>> make_locked_requests(const FetchArgs& arg
   return requests;
 }
 
+int fetch_locked(const FetchArgs& args, bool prefetch) {
+  auto requests = make_locked_requests(args);
+  if (!requests) return report(requests.error());
+  return fetch_each(args, *requests, prefetch);
+}
+
 int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requests,
                bool prefetch) {
   auto client = open_client(args.client);

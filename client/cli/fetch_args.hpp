@@ -41,6 +41,9 @@ Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string&
 // their variant hashes), the variant flags as given.
 Result<std::vector<hub::FetchRequest>> make_locked_requests(const FetchArgs& args);
 
+// Every entry of --lockfile, through fetch_each.
+int fetch_locked(const FetchArgs& args, bool prefetch);
+
 // Fetches (or prefetches) each request in turn through one client, printing paths or one
 // JSON array; every request is tried, the exit code is the first failure's.
 int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requests,

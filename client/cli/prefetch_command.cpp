@@ -17,11 +17,7 @@ struct PrefetchArgs {
 };
 
 int run_prefetch(const PrefetchArgs& args) {
-  if (args.fetch.lockfile) {
-    auto requests = make_locked_requests(args.fetch);
-    if (!requests) return report(requests.error());
-    return fetch_each(args.fetch, *requests, /*prefetch=*/true);
-  }
+  if (args.fetch.lockfile) return fetch_locked(args.fetch, /*prefetch=*/true);
   if (args.repos.empty()) {
     return report(Error{ErrorCode::invalid_argument, "name kernels to prefetch, or --lockfile"});
   }
