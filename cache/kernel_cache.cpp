@@ -8,12 +8,13 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <fstream>
 #include <sstream>
 
 #include "cache/fs_util.hpp"
 #include "cache/repo_folder.hpp"
 #include "trust/digest.hpp"
+#include "trust/kernel_dependency.hpp"
+#include "trust/read_file.hpp"
 #include "trust/safe_path.hpp"
 #include "trust/unique_fd.hpp"
 
@@ -50,11 +51,9 @@ Result<void> make_dirs(const fs::path& dir) {
 }
 
 std::optional<std::string> read_ref_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text(64, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  auto read = trust::read_file_prefix(path, 63);
+  if (!read) return std::nullopt;
+  std::string text = std::move(*read);
   // Other writers may add a newline; huggingface_hub itself does not.
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
     text.pop_back();
@@ -139,12 +138,9 @@ std::vector<int> KernelCache::cached_versions(const trust::RepoId& repo) const {
     const fs::path refs = root_ / repo_folder_name(repo, kind) / "refs";
     std::error_code ec;
     for (fs::directory_iterator it(refs, ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (name.size() < 2 || name.size() > 10 || name[0] != 'v') continue;
-      if (!std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        continue;
-      if (!read_ref_file(it->path())) continue;
-      versions.push_back(std::stoi(name.substr(1)));
+      const auto version = trust::version_of_branch(it->path().filename().string());
+      if (!version || *version > 1'000'000 || !read_ref_file(it->path())) continue;
+      versions.push_back(static_cast<int>(*version));
     }
   }
   std::sort(versions.begin(), versions.end());

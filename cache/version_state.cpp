@@ -1,8 +1,6 @@
 // The accepted commit of each version branch (see KernelCache::read_version_state): the
 // high-water mark that keeps a vN branch from moving back to an older or unrelated commit.
 #include <algorithm>
-#include <charconv>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +8,8 @@
 #include "cache/kernel_cache.hpp"
 #include "trust/digest.hpp"
 #include "trust/json_bounds.hpp"
+#include "trust/kernel_dependency.hpp"
+#include "trust/read_file.hpp"
 
 namespace kernelhub::cache {
 namespace {
@@ -24,12 +24,9 @@ fs::path state_dir(const KernelCache& cache, const trust::RepoId& repo) {
 }
 
 std::optional<VersionState> read_state_file(const fs::path& path, std::uint64_t version) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text(kStateJson.max_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  auto doc = trust::parse_bounded_json(text, kStateJson);
+  const auto text = trust::read_file_prefix(path, kStateJson.max_bytes);
+  if (!text) return std::nullopt;
+  auto doc = trust::parse_bounded_json(*text, kStateJson);
   if (!doc || !doc->is_object()) return std::nullopt;
   const auto accepted = doc->find("accepted");
   if (accepted == doc->end() || !accepted->is_string() ||
@@ -45,14 +42,10 @@ std::optional<VersionState> read_state_file(const fs::path& path, std::uint64_t 
   return state;
 }
 
+// "v<N>.json" -> N.
 std::optional<std::uint64_t> version_of(std::string_view file_name) {
-  if (file_name.size() < 7 || file_name.front() != 'v' || !file_name.ends_with(".json"))
-    return std::nullopt;
-  const std::string_view digits = file_name.substr(1, file_name.size() - 6);
-  std::uint64_t version = 0;
-  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), version);
-  if (ec != std::errc() || ptr != digits.data() + digits.size()) return std::nullopt;
-  return version;
+  if (!file_name.ends_with(".json")) return std::nullopt;
+  return trust::version_of_branch(file_name.substr(0, file_name.size() - 5));
 }
 
 }  // namespace

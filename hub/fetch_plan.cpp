@@ -2,12 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <fstream>
 #include <iterator>
 
 #include "cache/fs_util.hpp"
 #include "hub/downloader.hpp"
 #include "trust/digest.hpp"
+#include "trust/read_file.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -15,15 +15,11 @@ namespace {
 std::string variant_prefix(const std::string& variant) { return "build/" + variant + "/"; }
 
 Result<std::string> read_small_file(const std::filesystem::path& path, std::size_t cap) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::io, "cannot read " + path.string());
-  std::string content;
-  content.resize(cap + 1);
-  in.read(content.data(), static_cast<std::streamsize>(content.size()));
-  content.resize(static_cast<std::size_t>(in.gcount()));
-  if (content.size() > cap)
+  auto content = trust::read_file_prefix(path, cap);
+  if (!content) return fail(ErrorCode::io, "cannot read " + path.string());
+  if (content->size() > cap)
     return fail(ErrorCode::too_large, path.string() + " exceeds " + std::to_string(cap) + " bytes");
-  return content;
+  return std::move(*content);
 }
 
 }  // namespace

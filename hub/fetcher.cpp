@@ -72,17 +72,25 @@ Fetcher::Fetcher(HubConfig config, HttpClient& http, cache::KernelCache& cache,
       trust_env_(trust_env),
       platform_env_(std::move(platform_env)),
       api_(std::move(config), http) {
-  api_.set_move_check([this](const trust::RepoId& from, const trust::RepoId& to) {
-    return check_destination(from, to, "was moved on the Hub to");
-  });
+  api_.set_move_check(trusted_moves(policy_, trust_env_));
 }
 
-Result<void> Fetcher::check_destination(const trust::RepoId& from, const trust::RepoId& to,
-                                        std::string_view how) const {
-  const auto decision = trust::decide_trust(policy_, to.org, trust_env_);
+Result<void> check_destination(const trust::AdminPolicy& policy,
+                               const trust::TrustEnvironment& trust_env, const trust::RepoId& from,
+                               const trust::RepoId& to, std::string_view how) {
+  const auto decision = trust::decide_trust(policy, to.org, trust_env);
   if (decision.allowed) return ok();
   return fail(decision.code, from.str() + " " + std::string(how) + " " + to.str() +
                                  ", which is refused: " + decision.reason);
+}
+
+HubApi::MoveCheck trusted_moves(const trust::AdminPolicy& policy,
+                                const trust::TrustEnvironment& trust_env) {
+  // By reference: the policy outlives the HubApi that holds the check (both are members of
+  // the object that sets it).
+  return [&policy, &trust_env](const trust::RepoId& from, const trust::RepoId& to) {
+    return check_destination(policy, trust_env, from, to, "was moved on the Hub to");
+  };
 }
 
 Result<FetchResult> Fetcher::fetch(const FetchRequest& request, const ProgressCallback& progress) {
@@ -181,7 +189,7 @@ Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchR
                                                    " times (a loop?)");
   }
   // A redirect changes the publisher: the trust decision is taken again for the destination.
-  KH_TRY(check_destination(request.repo, destination, "redirects to"));
+  KH_TRY(check_destination(policy_, trust_env_, request.repo, destination, "redirects to"));
   spdlog::warn("{} redirects to {} (revision {})", request.repo.str(), destination.str(),
                (*redirect)->revision);
   FetchRequest next = request;
@@ -200,7 +208,7 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   auto guarded = guard_version_move(asked, *commit);
   if (!guarded) return fail(guarded.error());
   *commit = std::move(*guarded);
-  // A renamed or transferred repo (the Hub redirected its API calls, after check_destination
+  // A renamed or transferred repo (the Hub redirected its API calls, after trusted_moves
   // approved the new name): it is fetched and cached under the name it has now.
   FetchRequest request = asked;
   if (const auto moved = api_.moved_to(asked.repo)) {

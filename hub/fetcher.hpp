@@ -83,10 +83,6 @@ class Fetcher {
   // revision/refs lookup gets one attempt (a cached snapshot can answer instead).
   Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress,
                                    int hops = 0, bool retry_resolve = true);
-  // The one trust decision for a repo that `from` leads to (kernel-status.toml redirect, or a
-  // rename or transfer on the Hub), taken before anything is asked of `to`.
-  Result<void> check_destination(const trust::RepoId& from, const trust::RepoId& to,
-                                 std::string_view how) const;
   // The destination request when the repo's kernel-status.toml redirects, after the trust
   // decision for the destination's publisher; nullopt when there is no redirect.
   Result<std::optional<FetchRequest>> follow_status_redirect(const FetchRequest& request,
@@ -115,6 +111,16 @@ class Fetcher {
   std::string refused_move_;     // this fetch's refused vN move, if any
   HubApi api_;
 };
+
+// The one trust decision for a repo that `from` leads to (kernel-status.toml redirect, or a
+// rename or transfer on the Hub), taken before anything is asked of `to`; `how` says which
+// ("redirects to", "was moved on the Hub to").
+Result<void> check_destination(const trust::AdminPolicy& policy,
+                               const trust::TrustEnvironment& trust_env, const trust::RepoId& from,
+                               const trust::RepoId& to, std::string_view how);
+// A HubApi move check that applies check_destination to renames and transfers.
+HubApi::MoveCheck trusted_moves(const trust::AdminPolicy& policy,
+                                const trust::TrustEnvironment& trust_env);
 
 // A legacy lock's hash for `variant` against its files (repo path, object id); ok when the
 // request carries no hashes.

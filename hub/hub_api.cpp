@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "hub/api_url.hpp"
+#include "trust/kernel_dependency.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -19,14 +20,6 @@ std::optional<std::uint64_t> to_size(const std::optional<std::string>& text) {
   std::uint64_t value = 0;
   const auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
   if (ec != std::errc() || ptr != text->data() + text->size()) return std::nullopt;
-  return value;
-}
-
-std::optional<std::uint64_t> branch_version(std::string_view name) {
-  if (name.size() < 2 || name.front() != 'v') return std::nullopt;
-  std::uint64_t value = 0;
-  const auto [ptr, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), value);
-  if (ec != std::errc() || ptr != name.data() + name.size()) return std::nullopt;
   return value;
 }
 
@@ -177,7 +170,7 @@ Result<std::string> HubApi::resolve_version(const trust::RepoId& repo, std::uint
   if (!refs) return fail(refs.error());
   std::vector<std::uint64_t> versions;
   for (const auto& branch : refs->branches) {
-    const auto found = branch_version(branch.name);
+    const auto found = trust::version_of_branch(branch.name);
     if (!found) continue;
     if (*found == version) return branch.target_commit;
     versions.push_back(*found);
@@ -209,15 +202,13 @@ Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std:
     if (!parsed) return fail(parsed.error());
     for (auto& entry : *parsed) entries.push_back(std::move(entry));
     const auto link = page.header("link");
-    const auto next = link ? parse_link_next(*link) : std::nullopt;
-    if (!next) break;
+    if (!link || !parse_link_next(*link)) break;  // the last page
     if (pages >= kMaxTreePages)
       return fail(ErrorCode::malformed_response, "tree listing has too many pages");
-    HttpRequest request;
-    request.url = next->find("://") == std::string::npos ? config_.endpoint + *next : *next;
-    auto response = send_api(repo, request);
-    if (!response) return fail(response.error());
-    page = std::move(*response);
+    auto next = next_page(repo, page);
+    if (!next) return fail(next.error());
+    if (!*next) break;
+    page = std::move(**next);
   }
   return entries;
 }
@@ -240,15 +231,23 @@ Result<bool> HubApi::history_contains(const trust::RepoId& repo, std::string_vie
       if (id == ancestor) return true;
       if (++seen >= max_commits) return false;
     }
-    const auto link = page.header("link");
-    const auto next = link ? parse_link_next(*link) : std::nullopt;
-    if (!next) return false;
-    HttpRequest request;
-    request.url = next->find("://") == std::string::npos ? config_.endpoint + *next : *next;
-    auto response = send_api(repo, request);
-    if (!response) return fail(response.error());
-    page = std::move(*response);
+    auto next = next_page(repo, page);
+    if (!next) return fail(next.error());
+    if (!*next) return false;
+    page = std::move(**next);
   }
+}
+
+Result<std::optional<HttpResponse>> HubApi::next_page(const trust::RepoId& repo,
+                                                      const HttpResponse& page) {
+  const auto link = page.header("link");
+  const auto next = link ? parse_link_next(*link) : std::nullopt;
+  if (!next) return std::optional<HttpResponse>{};
+  HttpRequest request;
+  request.url = next->find("://") == std::string::npos ? config_.endpoint + *next : *next;
+  auto response = send_api(repo, request);
+  if (!response) return fail(response.error());
+  return std::optional<HttpResponse>{std::move(*response)};
 }
 
 std::string HubApi::resolve_url(const trust::RepoId& repo, std::string_view commit,

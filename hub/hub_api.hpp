@@ -107,6 +107,10 @@ class HubApi {
   // One API GET for `repo`, following same-origin redirects (kMaxApiRedirects at most).
   Result<HttpResponse> send_api(const trust::RepoId& repo, HttpRequest request);
   Result<void> check_move(const trust::RepoId& from, const trust::RepoId& to) const;
+  // The page a listing's Link rel="next" names (relative links are on the endpoint); nullopt
+  // on the last page.
+  Result<std::optional<HttpResponse>> next_page(const trust::RepoId& repo,
+                                                const HttpResponse& page);
   // Sends the request built for each kind in turn (kernel first unless the repo is known
   // to be a model), falling back on repo_not_found. follow: through send_api; else a 3xx is
   // returned as is.

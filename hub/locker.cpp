@@ -20,12 +20,7 @@ std::string describe_path(const std::vector<trust::KernelDependency>& path,
 Locker::Locker(HubConfig config, HttpClient& http, trust::AdminPolicy policy,
                trust::TrustEnvironment trust_env)
     : api_(std::move(config), http), policy_(std::move(policy)), trust_env_(trust_env) {
-  api_.set_move_check([this](const trust::RepoId& from, const trust::RepoId& to) -> Result<void> {
-    const auto decision = trust::decide_trust(policy_, to.org, trust_env_);
-    if (decision.allowed) return ok();
-    return fail(decision.code, from.str() + " was moved on the Hub to " + to.str() +
-                                   ", which is refused: " + decision.reason);
-  });
+  api_.set_move_check(trusted_moves(policy_, trust_env_));
 }
 
 Result<trust::Lockfile> Locker::lock(const std::vector<trust::KernelDependency>& dependencies,

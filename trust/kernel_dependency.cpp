@@ -1,8 +1,20 @@
 #include "trust/kernel_dependency.hpp"
 
+#include <charconv>
+
 #include "trust/safe_path.hpp"
 
 namespace kernelhub::trust {
+
+std::optional<std::uint64_t> version_of_branch(std::string_view name) {
+  if (name.size() < 2 || name.front() != 'v' || name[1] == '+' || name[1] == '-') {
+    return std::nullopt;
+  }
+  std::uint64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), value);
+  if (ec != std::errc() || ptr != name.data() + name.size()) return std::nullopt;
+  return value;
+}
 
 std::string KernelDependency::describe() const {
   return repo.str() + (has_version() ? " version " + std::to_string(version())

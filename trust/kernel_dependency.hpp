@@ -6,6 +6,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -35,6 +36,10 @@ struct KernelDependency {
   // `kernels` compares the repo id as one string ("a-b/x" < "a/x"), then the pin.
   std::strong_ordering operator<=>(const KernelDependency& other) const;
 };
+
+// The version a branch name stands for: "v1" -> 1 ("v" and decimal digits only, no sign, no
+// overflow); nullopt for any other name.
+std::optional<std::uint64_t> version_of_branch(std::string_view name);
 
 // {"repo-id": "org/name", "version": N} or {"repo-id": ..., "revision": "..."}: exactly one
 // of version and revision, no other member. `code` types the error; the message starts

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <iterator>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "trust/digest.hpp"
 #include "trust/json_bounds.hpp"
+#include "trust/read_file.hpp"
 #include "trust/safe_path.hpp"
 
 namespace kernelhub::trust {
@@ -166,14 +165,9 @@ Result<Lockfile> parse_lockfile(std::string_view text) {
 }
 
 Result<Lockfile> read_lockfile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::io, "cannot read lockfile " + path);
-  std::string text;
-  text.resize(kMaxLockfileBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) return fail(ErrorCode::io, "cannot read lockfile " + path);
-  auto lock = parse_lockfile(text);
+  auto text = read_file_prefix(path, kMaxLockfileBytes);
+  if (!text) return fail(ErrorCode::io, "cannot read lockfile " + path);
+  auto lock = parse_lockfile(*text);
   if (!lock) return fail(lock.error().code, path + ": " + lock.error().message);
   return lock;
 }

@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
+#include "trust/read_file.hpp"
 #include "trust/toml_bounds.hpp"
 
 namespace kernelhub::trust {
@@ -278,14 +278,9 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
 }
 
 Result<AdminPolicy> load_policy_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::policy, "cannot read policy file " + path.string());
-  // At most one byte past the cap: a policy named /dev/zero must not read forever.
-  std::string text(kPolicyToml.max_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) return fail(ErrorCode::policy, "cannot read policy file " + path.string());
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return parse_policy(text, path.string());
+  auto text = read_file_prefix(path, kPolicyToml.max_bytes);
+  if (!text) return fail(ErrorCode::policy, "cannot read policy file " + path.string());
+  return parse_policy(*text, path.string());
 }
 
 }  // namespace kernelhub::trust

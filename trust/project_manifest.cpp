@@ -1,10 +1,10 @@
 #include "trust/project_manifest.hpp"
 
-#include <fstream>
 #include <sstream>
 
 #include <toml++/toml.h>
 
+#include "trust/read_file.hpp"
 #include "trust/toml_bounds.hpp"
 
 namespace kernelhub::trust {
@@ -21,12 +21,9 @@ Unexpected invalid(const std::string& source, const std::string& why) {
 Result<std::optional<std::string>> read_small_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::optional<std::string>{};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorCode::io, "cannot read " + path.string());
-  std::string text(kProjectToml.max_bytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return std::optional<std::string>{std::move(text)};
+  auto text = read_file_prefix(path, kProjectToml.max_bytes);
+  if (!text) return fail(ErrorCode::io, "cannot read " + path.string());
+  return text;
 }
 
 // nullopt when the text has no (or an empty) dependency table.

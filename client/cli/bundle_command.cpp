@@ -20,7 +20,6 @@
 #include "client/cli/progress_bar.hpp"
 #include "hub/hub_api.hpp"
 #include "trust/digest.hpp"
-#include "trust/lockfile.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -48,19 +47,17 @@ struct Planned {
 Result<std::vector<Planned>> plan(const CreateArgs& args) {
   std::vector<Planned> out;
   if (args.fetch.lockfile) {
-    auto lock = trust::read_lockfile(*args.fetch.lockfile);
+    auto lock = read_args_lockfile(args.fetch);
     if (!lock) return fail(lock.error());
-    auto requests = make_locked_requests(args.fetch);
-    if (!requests) return fail(requests.error());
-    for (std::size_t i = 0; i < requests->size(); ++i) {
-      const auto& dependency = lock->entries[i].dependency;
+    for (const auto& entry : lock->entries) {
+      const auto& dependency = entry.dependency;
       std::vector<std::string> refs;
       if (dependency && dependency->has_version()) {
         refs.push_back("v" + std::to_string(dependency->version()));
       } else if (dependency && !hub::is_commit_sha(dependency->revision())) {
         refs.push_back(dependency->revision());
       }
-      out.push_back({(*requests)[i], std::move(refs)});
+      out.push_back({make_locked_request(args.fetch, entry), std::move(refs)});
     }
     return out;
   }

@@ -6,7 +6,6 @@
 
 #include "client/cli/exit_codes.hpp"
 #include "client/cli/progress_bar.hpp"
-#include "trust/lockfile.hpp"
 
 namespace kernelhub::cli {
 
@@ -53,29 +52,31 @@ Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string&
   return request;
 }
 
-Result<std::vector<hub::FetchRequest>> make_locked_requests(const FetchArgs& args) {
+Result<trust::Lockfile> read_args_lockfile(const FetchArgs& args) {
   auto lock = trust::read_lockfile(*args.lockfile);
   if (!lock) return fail(lock.error());
   if (lock->entries.empty()) {
     return fail(ErrorCode::malformed_lockfile, *args.lockfile + " locks no kernel");
   }
-  std::vector<hub::FetchRequest> requests;
-  for (const auto& entry : lock->entries) {
-    hub::FetchRequest request;
-    request.repo = entry.repo;
-    request.revision = entry.commit;
-    apply_variant_options(args, request);
-    request.from_lock = true;
-    request.locked_variant_hashes = entry.variant_hashes;
-    requests.push_back(std::move(request));
-  }
-  return requests;
+  return lock;
+}
+
+hub::FetchRequest make_locked_request(const FetchArgs& args, const trust::LockEntry& entry) {
+  hub::FetchRequest request;
+  request.repo = entry.repo;
+  request.revision = entry.commit;
+  apply_variant_options(args, request);
+  request.from_lock = true;
+  request.locked_variant_hashes = entry.variant_hashes;
+  return request;
 }
 
 int fetch_locked(const FetchArgs& args, bool prefetch) {
-  auto requests = make_locked_requests(args);
-  if (!requests) return report(requests.error());
-  return fetch_each(args, *requests, prefetch);
+  auto lock = read_args_lockfile(args);
+  if (!lock) return report(lock.error());
+  std::vector<hub::FetchRequest> requests;
+  for (const auto& entry : lock->entries) requests.push_back(make_locked_request(args, entry));
+  return fetch_each(args, requests, prefetch);
 }
 
 int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requests,

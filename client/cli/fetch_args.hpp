@@ -11,6 +11,7 @@
 #include "client/cli/client_options.hpp"
 #include "client/client.hpp"
 #include "hub/fetcher.hpp"
+#include "trust/lockfile.hpp"
 
 namespace CLI {
 class App;
@@ -37,9 +38,11 @@ struct FetchArgs {
 void add_fetch_options(CLI::App& cmd, FetchArgs& args, CLI::Option* repos);
 
 Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string& repo);
-// One request per lockfile entry: the entry's repo at its locked commit (legacy entries with
+// --lockfile, parsed; a lock without entries is malformed_lockfile.
+Result<trust::Lockfile> read_args_lockfile(const FetchArgs& args);
+// The request for one lockfile entry: its repo at its locked commit (legacy entries with
 // their variant hashes), the variant flags as given.
-Result<std::vector<hub::FetchRequest>> make_locked_requests(const FetchArgs& args);
+hub::FetchRequest make_locked_request(const FetchArgs& args, const trust::LockEntry& entry);
 
 // Every entry of --lockfile, through fetch_each.
 int fetch_locked(const FetchArgs& args, bool prefetch);

@@ -201,3 +201,13 @@ TEST_CASE("metadata.json kernel-depends is parsed strictly", "[lockfile]") {
   CHECK_FALSE(parse_kernel_metadata(R"({"kernel-depends":{}})"));
   CHECK(parse_kernel_metadata(R"({"kernel-depends":[]})"));
 }
+
+TEST_CASE("version branch names: v and decimal digits only", "[lockfile]") {
+  CHECK(version_of_branch("v1") == 1u);
+  CHECK(version_of_branch("v10") == 10u);
+  for (const char* other :
+       {"v", "1", "main", "v1.0", "v-1", "v+1", "vx", "v1 ", "V1", "v99999999999999999999999"}) {
+    INFO(other);
+    CHECK_FALSE(version_of_branch(other));
+  }
+}
