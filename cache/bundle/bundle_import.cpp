@@ -1,6 +1,5 @@
 #include "cache/bundle/bundle_import.hpp"
 
-#include <charconv>
 #include <map>
 #include <optional>
 #include <set>
@@ -8,6 +7,7 @@
 #include "cache/blob_writer.hpp"
 #include "cache/bundle/archive_handle.hpp"
 #include "cache/fs_util.hpp"
+#include "trust/kernel_dependency.hpp"
 #include "trust/metadata.hpp"
 #include "trust/safe_path.hpp"
 
@@ -101,7 +101,7 @@ class Importer {
   const ImportOptions& options_;
   BundleManifest manifest_;
   std::map<std::string, PlannedBlob> blobs_;  // by archive entry name
-  std::vector<fs::path> created_;             // repo folders this import made
+  std::vector<fs::path> created_;             // repo folders this import made (empty until publish)
   bool published_ = false;
 };
 
@@ -261,18 +261,13 @@ Result<std::vector<ImportedRepo>> Importer::publish() {
   for (const auto& repo : manifest_.repos) {
     ImportedRepo imported{repo.repo, repo.commit, repo.variants, repo.files.size(), {}, {}};
     for (const auto& ref : repo.refs) {
-      std::uint64_t version = 0;
-      const bool is_version =
-          ref.size() > 1 && ref[0] == 'v' &&
-          std::from_chars(ref.data() + 1, ref.data() + ref.size(), version).ptr ==
-              ref.data() + ref.size();
-      if (is_version) {
-        const auto state = cache_.read_version_state(repo.repo, version);
+      if (const auto version = trust::version_of_branch(ref)) {
+        const auto state = cache_.read_version_state(repo.repo, *version);
         if (state && state->accepted != repo.commit) {
           imported.refs_kept.push_back(ref);
           continue;
         }
-        if (!state) KH_TRY(cache_.write_version_state(repo.repo, {version, repo.commit, {}}));
+        if (!state) KH_TRY(cache_.write_version_state(repo.repo, {*version, repo.commit, {}}));
       }
       KH_TRY(cache_.write_ref(repo.repo, ref, repo.commit));
       imported.refs_written.push_back(ref);
@@ -285,9 +280,12 @@ Result<std::vector<ImportedRepo>> Importer::publish() {
 void Importer::remove_created_folders() {
   if (published_) return;
   for (auto& [name, blob] : blobs_) blob.writer.reset();  // their temps go first
+  // Only empty folders go: a download (kernelhubd runs them beside an import) or another
+  // process may have published into a folder this import created, and that stays.
   for (const auto& folder : created_) {
     std::error_code ec;
-    fs::remove_all(folder, ec);
+    for (const char* sub : {"blobs", "refs", "snapshots"}) fs::remove(folder / sub, ec);
+    fs::remove(folder, ec);
   }
 }
 
