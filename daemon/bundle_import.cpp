@@ -18,13 +18,9 @@ Result<nlohmann::json> FetchService::import_bundle(int fd,
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     return fail(ErrorCode::invalid_request, "import needs the bundle as an open regular file");
   }
-  const auto truthy = [&](std::string_view key) {
-    const auto it = env.find(std::string(key));
-    return it != env.end() && trust::is_truthy(it->second);
-  };
   cache::bundle::ImportOptions options;
   options.policy = *policy();
-  options.trust_env = {truthy(trust::kTrustRemoteKernelsVar), truthy(trust::kDisableRemoteCodeVar)};
+  options.trust_env = client_trust(env);
 
   std::shared_lock maintenance(maintenance_);
   cache::KernelCache cache(root_);

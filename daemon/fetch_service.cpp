@@ -63,7 +63,8 @@ std::string spec_of(const proto::FetchRequest& r, const std::optional<hub::Platf
     spec += '\n' + p->arch + '\n' + p->os;
   }
   // A locked request refuses what an unlocked one accepts (a redirect, a variant whose hash
-  // differs): it shares flights only with requests under the same lock.
+  // differs; hub::Fetcher checks both for the flight that produced a manifest): it shares
+  // flights and warm manifests only with requests under the same lock.
   if (r.locked) {
     spec += "\nlocked";
     for (const auto& [variant, hash] : *r.locked) {
@@ -76,12 +77,17 @@ std::string spec_of(const proto::FetchRequest& r, const std::optional<hub::Platf
   return spec;
 }
 
-bool env_true(const proto::FetchRequest& r, std::string_view key) {
-  const auto it = r.env.find(std::string(key));
-  return it != r.env.end() && trust::is_truthy(it->second);
+}  // namespace
+
+bool env_true(const std::map<std::string, std::string>& env, std::string_view key) {
+  const auto it = env.find(std::string(key));
+  return it != env.end() && trust::is_truthy(it->second);
 }
 
-}  // namespace
+trust::TrustEnvironment client_trust(const std::map<std::string, std::string>& env) {
+  return {env_true(env, trust::kTrustRemoteKernelsVar),
+          env_true(env, trust::kDisableRemoteCodeVar)};
+}
 
 FetchService::FetchService(fs::path cache_root, UniqueFd root_fd, trust::Environment env,
                            std::chrono::seconds resolve_ttl, AtomicCounters& counters)
@@ -134,8 +140,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   if (request.version && *request.version > 1'000'000)
     return fail(ErrorCode::invalid_request, "version out of range");
   // Only the client's trust variables count, bounded by the admin policy, at every hand-out.
-  const trust::TrustEnvironment client_env{env_true(request, trust::kTrustRemoteKernelsVar),
-                                           env_true(request, trust::kDisableRemoteCodeVar)};
+  const trust::TrustEnvironment client_env = client_trust(request.env);
   const auto decision = trust::decide_trust(*policy(), repo->org, client_env);
   if (!decision.allowed) return fail(decision.code, decision.reason);
   const bool with_fds_now = with_fds && !request.prefetch;
@@ -149,33 +154,12 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
                 repo->str() + " now resolves to " + manifest.repo.str() + ": " + moved.reason);
   };
 
-  // A lockfile entry is handed out at its locked commit only, each variant only when the
-  // lock's hash (legacy format) matches the files' object ids.
-  const auto matches_lock = [&](const Manifest& manifest) -> Result<void> {
-    if (!request.locked) return ok();
-    if (manifest.commit != *request.revision) {
-      return fail(ErrorCode::not_locked, repo->str() + "@" + *request.revision + " resolves to " +
-                                             manifest.repo.str() + "@" + manifest.commit +
-                                             ", which the lockfile does not pin");
-    }
-    hub::FetchRequest locked;
-    locked.repo = manifest.repo;
-    locked.locked_variant_hashes = *request.locked;
-    std::vector<std::pair<std::string, std::string>> ids;
-    for (const auto& file : manifest.files) ids.emplace_back(file.path, file.etag);
-    for (const auto& variant : manifest.variants) {
-      KH_TRY(hub::check_locked_hashes(locked, manifest.commit, variant, ids));
-    }
-    return ok();
-  };
-
   auto platform = client_platform(request);
   if (!platform) return fail(platform.error());
   const std::string resolve_key = resolve_key_of(*repo, request);
   const std::string spec = spec_of(request, *platform);
   if (auto manifest = warm_manifest(resolve_key, spec)) {
     KH_TRY(may_hand_out(*manifest));
-    KH_TRY(matches_lock(*manifest));
     auto out = hand_out(*manifest, request.id, with_fds_now, true, /*warm=*/true);
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
@@ -195,7 +179,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   fetch.target_platform = *platform;
   fetch.from_lock = request.locked.has_value();
   if (request.locked) fetch.locked_variant_hashes = *request.locked;
-  const bool offline = env_true(request, "HF_HUB_OFFLINE");
+  const bool offline = env_true(request.env, "HF_HUB_OFFLINE");
   auto flight = join_or_start(resolve_key, spec, fetch, offline);
 
   // Wait for the shared flight; forward progress from this thread only.
@@ -221,7 +205,6 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   Manifest manifest{result->repo, result->commit, result->variants, result->snapshot_path.string(),
                     result->files};
   KH_TRY(may_hand_out(manifest));
-  KH_TRY(matches_lock(manifest));
   auto out = hand_out(manifest, request.id, with_fds_now, result->from_cache, /*warm=*/false);
   if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
   if (out && !result->refused_move.empty()) out->reply.refused_move = result->refused_move;

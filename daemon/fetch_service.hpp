@@ -15,6 +15,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -37,6 +38,11 @@ struct HandOut {
 
 // Called on the requesting connection's thread, never on the download's.
 using ProgressSink = std::function<void(const hub::FetchProgress&)>;
+
+// A request's `env` member (the client's variables): one set to a true value, and the
+// client's trust variables (still bounded by the admin policy where they are used).
+bool env_true(const std::map<std::string, std::string>& env, std::string_view key);
+trust::TrustEnvironment client_trust(const std::map<std::string, std::string>& env);
 
 class FetchService {
  public:

@@ -1,6 +1,7 @@
 // kernels.lock through kernelhubd: `download --lockfile` is served at the locked commit from
 // the daemon's cache, and a legacy lock whose variant hash does not match is refused before
-// the daemon downloads anything, and again when the kernel is already warm in its memo.
+// the daemon downloads anything, and again, online and offline, once the daemon holds the
+// kernel under the right lock.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -15,12 +16,13 @@ using nlohmann::json;
 namespace {
 
 CommandResult cli(const std::vector<std::string>& args, const FixtureHub& hub,
-                  const fs::path& socket) {
+                  const fs::path& socket, const std::string& offline = "") {
   return run_kernelhub(args, {{"HF_ENDPOINT", hub.endpoint()},
                               {"HF_HUB_CACHE", "/nonexistent/user-cache"},
                               {"KERNELS_CACHE", ""},
                               {"KERNELHUB_SOCKET", socket.string()},
-                              {"KERNELHUB_REQUIRE_DAEMON", "1"}});
+                              {"KERNELHUB_REQUIRE_DAEMON", "1"},
+                              {"HF_HUB_OFFLINE", offline}});
 }
 
 json read_json(const fs::path& path) {
@@ -83,17 +85,23 @@ TEST_CASE("download --lockfile through kernelhubd: locked commits, legacy hashes
   CHECK(out[0]["commit"] == commit);
   CHECK(blob_count(daemon.cache()) > 0);
 
-  // Warm: the daemon's memo holds the manifest now, and the hash is checked on it too.
-  hub.reset_requests();
+  // The kernel is in the daemon's cache and memo now: the tampered lock shares neither memo
+  // nor download with the good one, and is refused against the tree again, then offline
+  // against the cached blob names (no Hub request at all).
   refused = cli(bad, hub, daemon.socket());
   CHECK(refused.exit_code == 7);
   CHECK_THAT(refused.err, Catch::Contains("hash_mismatch"));
   CHECK(json::parse(refused.out).empty());  // nothing handed out
+  hub.reset_requests();
+  refused = cli(bad, hub, daemon.socket(), "1");
+  CHECK(refused.exit_code == 7);
+  CHECK_THAT(refused.err, Catch::Contains("hash_mismatch"));
+  CHECK(hub.total_requests() == 0);
 
   // prefetch --lockfile warms the daemon's cache the same way (no descriptors).
-  const auto warmed = cli({"prefetch", "--lockfile", (dir.path() / "legacy.lock").string(),
-                           "--json"},
-                          hub, daemon.socket());
+  const auto warmed =
+      cli({"prefetch", "--lockfile", (dir.path() / "legacy.lock").string(), "--json"}, hub,
+          daemon.socket());
   REQUIRE(warmed.exit_code == 0);
   CHECK(json::parse(warmed.out)[0]["commit"] == commit);
   CHECK(json::parse(warmed.out)[0]["via_daemon"] == true);
