@@ -1,6 +1,8 @@
 // libFuzzer harness: `kernelhub bundle import` over arbitrary bytes (libarchive's zstd and
 // tar readers, the manifest parser, the importer) into a scratch cache. Properties: no crash,
 // and an input that fails publishes nothing: the scratch cache holds no repo folder after.
+// Seeds: a valid bundle as .tar.zst and as a plain tar (the importer reads both), so that
+// mutations reach the manifest parser and the entry checks, not only the zstd decoder.
 #include <sys/mman.h>
 #include <unistd.h>
 

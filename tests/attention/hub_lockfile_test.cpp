@@ -56,6 +56,16 @@ void flash_hub_matches_sdpa() {
 void check_locked_fetch(const HubEnvironment& hub) {
   TempDir dir;
   const auto lock = lock_project(hub, dir.path(), "kernels-community/flash-attn2", 3);
+  // The same lock pinning a commit the Hub does not have: the backend is unavailable, so the
+  // commit in the lock is what is fetched, never what v3 names today.
+  std::string text = kernelhub::testing::slurp(lock);
+  const std::string commit = locked_commit(lock);
+  text.replace(text.find(commit), commit.size(), std::string(40, 'e'));
+  std::ofstream(dir.path() / "missing.lock") << text;
+  set_dispatcher_env({{"KERNELHUB_LOCKFILE", (dir.path() / "missing.lock").string()}});
+  CHECK_THROWS_WITH(ka::BackendGuard("flash_hub"), Catch::Contains(std::string(40, 'e')));
+  CHECK(ka::active_backend() == "native");
+
   set_dispatcher_env({{"KERNELHUB_LOCKFILE", lock.string()}});
   { ka::BackendGuard guard("flash_hub"); }
   flash_hub_matches_sdpa();
