@@ -54,6 +54,10 @@ std::string_view to_string(ErrorCode code) noexcept {
       return "malformed_lockfile";
     case ErrorCode::not_locked:
       return "not_locked";
+    case ErrorCode::signature_missing:
+      return "signature_missing";
+    case ErrorCode::signature_invalid:
+      return "signature_invalid";
     case ErrorCode::protocol_error:
       return "protocol_error";
     case ErrorCode::unsupported_protocol:

@@ -37,6 +37,8 @@ enum class ErrorCode {
   policy,              // admin policy file problems
   malformed_lockfile,  // kernels.lock that is neither format, or has a bad entry
   not_locked,          // a lockfile is in force and does not lock what was asked for
+  signature_missing,   // [signatures] needs a Sigstore bundle and the variant has none
+  signature_invalid,   // the bundle fails a check (named first in the message)
   // kernelhubd wire protocol (docs/protocol.md); these names travel as `code` strings.
   protocol_error,        // request before hello, second hello, ...
   unsupported_protocol,  // client protocol below the daemon's minimum

@@ -14,6 +14,8 @@ int exit_code_for(ErrorCode code) {
       return 2;
     case ErrorCode::untrusted_publisher:
     case ErrorCode::remote_code_disabled:
+    case ErrorCode::signature_missing:
+    case ErrorCode::signature_invalid:
       return 3;
     case ErrorCode::repo_not_found:
     case ErrorCode::revision_not_found:

@@ -1,0 +1,140 @@
+// The logged body must be the bundle's own: a hashedrekord naming this artifact's digest,
+// this signature and this signing certificate. Without it, a valid entry for another
+// artifact could vouch for this one (CVE-2022-36056).
+#include <openssl/pem.h>
+
+#include "trust/digest.hpp"
+#include "trust/json_bounds.hpp"
+#include "trust/sigstore/json_access.hpp"
+#include "trust/sigstore/transparency_log.hpp"
+
+namespace kernelhub::trust::sigstore {
+namespace {
+
+constexpr JsonBounds kLogBodyJson{64u << 10, 16, 1'000};
+
+Unexpected body_error(std::string message) {
+  return fail(ErrorCode::signature_invalid, "log body: " + std::move(message));
+}
+
+// A PEM certificate (as Rekor v1 stores the verifier) -> DER.
+std::optional<std::string> pem_to_der(std::string_view pem) {
+  const BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) return std::nullopt;
+  const X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  if (!cert) return std::nullopt;
+  unsigned char* der = nullptr;
+  const int length = i2d_X509(cert.get(), &der);
+  if (length <= 0) return std::nullopt;
+  std::string out(reinterpret_cast<const char*>(der), static_cast<std::size_t>(length));
+  OPENSSL_free(der);
+  return out;
+}
+
+// The Sigstore keyDetails name of the signing certificate's key.
+std::string key_details_of(std::string_view leaf_der) {
+  const auto* cursor = reinterpret_cast<const unsigned char*>(leaf_der.data());
+  const X509Ptr leaf(d2i_X509(nullptr, &cursor, static_cast<long>(leaf_der.size())));
+  if (!leaf) return {};
+  switch (key_algorithm_of(X509_get0_pubkey(leaf.get())).value_or(KeyAlgorithm::rsa_pkcs1_sha256)) {
+    case KeyAlgorithm::ecdsa_sha256:
+      return "PKIX_ECDSA_P256_SHA_256";
+    case KeyAlgorithm::ecdsa_sha384:
+      return "PKIX_ECDSA_P384_SHA_384";
+    case KeyAlgorithm::ecdsa_sha512:
+      return "PKIX_ECDSA_P521_SHA_512";
+    case KeyAlgorithm::ed25519:
+      return "PKIX_ED25519";
+    case KeyAlgorithm::rsa_pkcs1_sha256:
+      return {};
+  }
+  return {};
+}
+
+Result<void> check_v001(const nlohmann::json& spec, std::string_view artifact_sha256,
+                        std::string_view signature, std::string_view leaf_der) {
+  auto data = object_member(spec, "data", "spec");
+  KH_TRY(data);
+  auto hash = object_member(**data, "hash", "spec.data");
+  KH_TRY(hash);
+  auto algorithm = string_member(**hash, "algorithm", "spec.data.hash");
+  KH_TRY(algorithm);
+  auto value = string_member(**hash, "value", "spec.data.hash");
+  KH_TRY(value);
+  const auto* digest = reinterpret_cast<const unsigned char*>(artifact_sha256.data());
+  if (*algorithm != "sha256" || *value != to_hex({digest, artifact_sha256.size()})) {
+    return body_error("it logs another artifact's digest");
+  }
+  auto sig = object_member(spec, "signature", "spec");
+  KH_TRY(sig);
+  auto content = bytes_member(**sig, "content", "spec.signature");
+  KH_TRY(content);
+  if (*content != signature) return body_error("it logs another signature");
+  auto public_key = object_member(**sig, "publicKey", "spec.signature");
+  KH_TRY(public_key);
+  auto pem = bytes_member(**public_key, "content", "spec.signature.publicKey");
+  KH_TRY(pem);
+  if (pem_to_der(*pem) != leaf_der) return body_error("it logs another signing certificate");
+  return {};
+}
+
+Result<void> check_v002(const nlohmann::json& spec, std::string_view artifact_sha256,
+                        std::string_view signature, std::string_view leaf_der) {
+  auto entry = object_member(spec, "hashedRekordV002", "spec");
+  KH_TRY(entry);
+  const std::string path = "spec.hashedRekordV002";
+  auto data = object_member(**entry, "data", path);
+  KH_TRY(data);
+  auto algorithm = string_member(**data, "algorithm", path + ".data");
+  KH_TRY(algorithm);
+  auto digest = bytes_member(**data, "digest", path + ".data");
+  KH_TRY(digest);
+  if (*algorithm != "SHA2_256" || *digest != artifact_sha256) {
+    return body_error("it logs another artifact's digest");
+  }
+  auto sig = object_member(**entry, "signature", path);
+  KH_TRY(sig);
+  auto content = bytes_member(**sig, "content", path + ".signature");
+  KH_TRY(content);
+  if (*content != signature) return body_error("it logs another signature");
+  auto verifier = object_member(**sig, "verifier", path + ".signature");
+  KH_TRY(verifier);
+  auto certificate = object_member(**verifier, "x509Certificate", path + ".signature.verifier");
+  KH_TRY(certificate);
+  auto raw = bytes_member(**certificate, "rawBytes", path + ".signature.verifier.x509Certificate");
+  KH_TRY(raw);
+  auto details = string_member(**verifier, "keyDetails", path + ".signature.verifier");
+  KH_TRY(details);
+  if (*raw != leaf_der || *details != key_details_of(leaf_der)) {
+    return body_error("it logs another signing certificate");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> check_log_body(const TlogEntry& entry, std::string_view artifact_sha256,
+                            std::string_view signature, std::string_view leaf_der) {
+  if (entry.kind != "hashedrekord") {
+    return body_error("the entry is a " + entry.kind.substr(0, 50) + ", not a hashedrekord");
+  }
+  auto body =
+      parse_bounded_json(entry.canonicalized_body, kLogBodyJson, ErrorCode::signature_invalid);
+  if (!body) return body_error(body.error().message);
+  auto kind = string_member(*body, "kind", "");
+  auto api_version = string_member(*body, "apiVersion", "");
+  if (!kind || !api_version || *kind != entry.kind || *api_version != entry.version) {
+    return body_error("its kind and version differ from the entry's");
+  }
+  auto spec = object_member(*body, "spec", "");
+  if (!spec) return body_error(spec.error().message);
+  auto checked = entry.version == "0.0.1"
+                     ? check_v001(**spec, artifact_sha256, signature, leaf_der)
+                     : check_v002(**spec, artifact_sha256, signature, leaf_der);
+  if (!checked && !checked.error().message.starts_with("log body: ")) {
+    return body_error(checked.error().message);
+  }
+  return checked;
+}
+
+}  // namespace kernelhub::trust::sigstore

@@ -1,0 +1,20 @@
+// RFC 3161 signed timestamps (the verified time of Rekor v2 entries): a granted
+// TimeStampResp over the bundle's signature bytes, signed by a timestamp authority of the
+// trusted root whose chain holds at the stated time, within the authority's validFor.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "trust/result.hpp"
+#include "trust/sigstore/sigstore_time.hpp"
+#include "trust/sigstore/trusted_root.hpp"
+
+namespace kernelhub::trust::sigstore {
+
+// The timestamp's genTime, or signature_invalid "time: ..." naming why no authority
+// accepted it.
+Result<UnixSeconds> verify_rfc3161(std::string_view response_der, std::string_view signed_bytes,
+                                   std::span<const CertificateAuthority> authorities);
+
+}  // namespace kernelhub::trust::sigstore

@@ -1,0 +1,169 @@
+#include "trust/sigstore/trusted_root.hpp"
+
+#include <openssl/err.h>
+
+#include "trust/json_bounds.hpp"
+#include "trust/read_file.hpp"
+#include "trust/sigstore/json_access.hpp"
+
+namespace kernelhub::trust::sigstore {
+namespace {
+
+// Sigstore's production root is ~7 KiB; an admin's own root is of the same kind.
+constexpr JsonBounds kTrustedRootJson{1u << 20, 32, 20'000};
+constexpr std::string_view kMediaType = "application/vnd.dev.sigstore.trustedroot+json;version=0.1";
+
+Result<TimeRange> parse_valid_for(const nlohmann::json& holder, const std::string& path) {
+  TimeRange range;
+  const nlohmann::json* valid_for = find_member(holder, "validFor");
+  if (valid_for == nullptr) return range;  // absent: always valid
+  auto start = string_member(*valid_for, "start", path + ".validFor");
+  KH_TRY(start);
+  const auto start_seconds = parse_rfc3339(*start);
+  if (!start_seconds) {
+    return fail(ErrorCode::signature_invalid, path + ".validFor.start is not an RFC 3339 time");
+  }
+  range.start = *start_seconds;
+  if (find_member(*valid_for, "end") != nullptr) {
+    auto end = string_member(*valid_for, "end", path + ".validFor");
+    KH_TRY(end);
+    range.end = parse_rfc3339(*end);
+    if (!range.end) {
+      return fail(ErrorCode::signature_invalid, path + ".validFor.end is not an RFC 3339 time");
+    }
+  }
+  return range;
+}
+
+// SubjectPublicKeyInfo DER; the oldest RSA CT log keys are PKCS#1 RSAPublicKey DER.
+EvpPkeyPtr decode_public_key(const std::string& raw, KeyAlgorithm algorithm) {
+  const auto* der = reinterpret_cast<const unsigned char*>(raw.data());
+  EvpPkeyPtr key(d2i_PUBKEY(nullptr, &der, static_cast<long>(raw.size())));
+  if (!key && algorithm == KeyAlgorithm::rsa_pkcs1_sha256) {
+    der = reinterpret_cast<const unsigned char*>(raw.data());
+    key.reset(d2i_PublicKey(EVP_PKEY_RSA, nullptr, &der, static_cast<long>(raw.size())));
+  }
+  ERR_clear_error();
+  return key;
+}
+
+// Appends the log's key unless its type is one the verifier does not know.
+Result<void> add_log_key(const nlohmann::json& log, const std::string& path,
+                         std::vector<LogKey>& keys) {
+  auto public_key = object_member(log, "publicKey", path);
+  KH_TRY(public_key);
+  const std::string key_path = path + ".publicKey";
+  auto details = string_member(**public_key, "keyDetails", key_path);
+  KH_TRY(details);
+  const auto algorithm = key_algorithm_from_details(*details);
+  if (!algorithm) return {};
+  auto raw = bytes_member(**public_key, "rawBytes", key_path);
+  KH_TRY(raw);
+  EvpPkeyPtr key = decode_public_key(*raw, *algorithm);
+  if (!key) return fail(ErrorCode::signature_invalid, key_path + ".rawBytes is not a public key");
+  auto valid_for = parse_valid_for(**public_key, key_path);
+  KH_TRY(valid_for);
+  LogKey entry;
+  entry.algorithm = *algorithm;
+  entry.valid_for = *valid_for;
+  if (const nlohmann::json* base_url = find_member(log, "baseUrl");
+      base_url != nullptr && base_url->is_string()) {
+    entry.base_url = base_url->get<std::string>();
+  }
+  auto log_id = object_member(log, "logId", path);
+  KH_TRY(log_id);
+  auto key_id = bytes_member(**log_id, "keyId", path + ".logId");
+  KH_TRY(key_id);
+  entry.key_id = std::move(*key_id);
+  entry.key = SharedPkey(key.release(), EVP_PKEY_free);
+  keys.push_back(std::move(entry));
+  return {};
+}
+
+Result<CertificateAuthority> parse_authority(const nlohmann::json& ca, const std::string& path) {
+  CertificateAuthority authority;
+  auto chain = object_member(ca, "certChain", path);
+  KH_TRY(chain);
+  auto certificates = array_member(**chain, "certificates", path + ".certChain");
+  KH_TRY(certificates);
+  for (std::size_t i = 0; i < (*certificates)->size(); ++i) {
+    const std::string cert_path = path + ".certChain.certificates[" + std::to_string(i) + "]";
+    auto raw = bytes_member((**certificates)[i], "rawBytes", cert_path);
+    KH_TRY(raw);
+    const auto* der = reinterpret_cast<const unsigned char*>(raw->data());
+    X509* cert = d2i_X509(nullptr, &der, static_cast<long>(raw->size()));
+    if (cert == nullptr) {
+      return fail(ErrorCode::signature_invalid, cert_path + " is not a DER certificate");
+    }
+    authority.chain.emplace_back(cert, X509_free);
+  }
+  if (authority.chain.empty()) {
+    return fail(ErrorCode::signature_invalid, path + ".certChain has no certificate");
+  }
+  auto valid_for = parse_valid_for(ca, path);
+  KH_TRY(valid_for);
+  authority.valid_for = *valid_for;
+  return authority;
+}
+
+Result<void> parse_sections(const nlohmann::json& doc, TrustedRoot& root) {
+  const auto each = [&](std::string_view key, auto&& handle) -> Result<void> {
+    const nlohmann::json* list = find_member(doc, key);
+    if (list == nullptr) return {};
+    if (!list->is_array()) {
+      return fail(ErrorCode::signature_invalid, std::string(key) + " is not an array");
+    }
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      KH_TRY(handle((*list)[i], std::string(key) + "[" + std::to_string(i) + "]"));
+    }
+    return {};
+  };
+  KH_TRY(each("tlogs", [&](const nlohmann::json& v, const std::string& p) {
+    return add_log_key(v, p, root.tlogs);
+  }));
+  KH_TRY(each("ctlogs", [&](const nlohmann::json& v, const std::string& p) {
+    return add_log_key(v, p, root.ctlogs);
+  }));
+  const auto add_authority = [](std::vector<CertificateAuthority>& into) {
+    return [&into](const nlohmann::json& v, const std::string& p) -> Result<void> {
+      auto authority = parse_authority(v, p);
+      KH_TRY(authority);
+      into.push_back(std::move(*authority));
+      return {};
+    };
+  };
+  KH_TRY(each("certificateAuthorities", add_authority(root.certificate_authorities)));
+  KH_TRY(each("timestampAuthorities", add_authority(root.timestamp_authorities)));
+  return {};
+}
+
+}  // namespace
+
+Result<TrustedRoot> parse_trusted_root(std::string_view json) {
+  const auto refuse = [](std::string message) {
+    return fail(ErrorCode::policy, "trusted root: " + std::move(message));
+  };
+  auto doc = parse_bounded_json(json, kTrustedRootJson);
+  if (!doc) return refuse(doc.error().message);
+  auto media_type = string_member(*doc, "mediaType", "");
+  if (!media_type) return refuse(media_type.error().message);
+  if (*media_type != kMediaType) return refuse("unsupported mediaType '" + *media_type + "'");
+  TrustedRoot root;
+  if (auto parsed = parse_sections(*doc, root); !parsed) return refuse(parsed.error().message);
+  if (root.certificate_authorities.empty()) return refuse("no certificate authority (Fulcio)");
+  if (root.tlogs.empty()) return refuse("no transparency log key of a known type");
+  if (root.ctlogs.empty()) return refuse("no CT log key of a known type");
+  return root;
+}
+
+Result<TrustedRoot> load_trusted_root(const std::filesystem::path& path) {
+  auto text = read_file_prefix(path, kTrustedRootJson.max_bytes);
+  if (!text) return fail(ErrorCode::policy, "cannot read the trusted root " + path.string());
+  auto root = parse_trusted_root(*text);
+  if (!root) {
+    return fail(ErrorCode::policy, path.string() + ": " + root.error().message);
+  }
+  return root;
+}
+
+}  // namespace kernelhub::trust::sigstore
