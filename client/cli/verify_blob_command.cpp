@@ -1,0 +1,105 @@
+// `kernelhub verify-blob FILE --bundle B --certificate-identity URI
+// --certificate-oidc-issuer URL [--trusted-root R]`: the shape of `cosign verify-blob`.
+// Offline: the trusted root is the pinned production one unless R names "staging" or a file.
+#include <CLI/CLI.hpp>
+
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/cli/commands.hpp"
+#include "client/cli/exit_codes.hpp"
+#include "trust/read_file.hpp"
+#include "trust/sigstore/bundle.hpp"
+#include "trust/sigstore/pinned_roots.hpp"
+#include "trust/sigstore/verifier.hpp"
+
+namespace kernelhub::cli {
+namespace {
+
+// Artifacts verified this way are metadata.json files and similar; larger ones are refused
+// rather than read whole.
+constexpr std::size_t kMaxArtifactBytes = 64u << 20;
+
+struct VerifyBlobArgs {
+  std::string file;
+  std::string bundle;
+  std::string trusted_root = "production";
+  std::optional<std::string> identity;
+  std::string issuer;
+  std::optional<std::string> source_repository;
+  std::vector<std::string> build_signer_uris;
+};
+
+std::string utc_time(trust::sigstore::UnixSeconds seconds) {
+  const auto t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+int run_verify_blob(const VerifyBlobArgs& args) {
+  namespace sigstore = trust::sigstore;
+  const auto artifact = trust::read_file_prefix(args.file, kMaxArtifactBytes);
+  if (!artifact) return report({ErrorCode::invalid_argument, "cannot read " + args.file});
+  if (artifact->size() > kMaxArtifactBytes) {
+    return report({ErrorCode::too_large, args.file + " is larger than 64 MiB"});
+  }
+  const auto bundle = trust::read_file_prefix(args.bundle, sigstore::kMaxBundleBytes);
+  if (!bundle)
+    return report({ErrorCode::signature_missing, "cannot read the bundle " + args.bundle});
+  auto root = sigstore::load_trusted_root_setting(args.trusted_root);
+  if (!root) return report(root.error());
+  if (!args.identity && (!args.source_repository || args.build_signer_uris.empty())) {
+    return report({ErrorCode::invalid_argument,
+                   "name the signer: --certificate-identity, or --certificate-source-repository "
+                   "with --certificate-build-signer-uri"});
+  }
+  sigstore::IdentityPolicy policy;
+  policy.san = args.identity;
+  policy.issuer = args.issuer;
+  policy.source_repository = args.source_repository;
+  policy.build_signer_uris = args.build_signer_uris;
+  auto verified = sigstore::verify_artifact_bundle(*artifact, *bundle, *root, policy);
+  if (!verified) {
+    report(verified.error());
+    return 1;  // like cosign verify-blob and kernels verify-signature
+  }
+  const auto& sans = verified->identity.sans;
+  std::cout << "Verified OK: " << args.file << " signed by " << (sans.empty() ? "?" : sans[0])
+            << " at " << utc_time(verified->verified_times.front()) << "\n";
+  return 0;
+}
+
+void register_verify_blob(CLI::App& app, Action& action) {
+  auto args = std::make_shared<VerifyBlobArgs>();
+  auto* cmd = app.add_subcommand(
+      "verify-blob", "Verify a Sigstore bundle over a file, offline (exit 1 when it fails)");
+  cmd->add_option("file", args->file, "The signed file")->required();
+  cmd->add_option("--bundle", args->bundle, "The Sigstore bundle (.sigstore, .sigstore.json)")
+      ->required();
+  cmd->add_option("--certificate-identity", args->identity,
+                  "The signer's identity: the certificate's SAN (a workflow URI or e-mail)");
+  cmd->add_option(
+         "--certificate-oidc-issuer", args->issuer,
+         "The OIDC issuer of that identity, e.g. https://token.actions.githubusercontent.com")
+      ->required();
+  cmd->add_option("--certificate-source-repository", args->source_repository,
+                  "Also require this source repository URI (Fulcio extension .1.12)");
+  cmd->add_option("--certificate-build-signer-uri", args->build_signer_uris,
+                  "Also require one of these build signer URIs (.1.9); repeatable");
+  cmd->add_option("--trusted-root", args->trusted_root,
+                  "production (default) or staging (the pinned roots), or a trusted_root.json");
+  cmd->callback([args, &action] { action = [args] { return run_verify_blob(*args); }; });
+}
+
+}  // namespace
+
+KH_REGISTER_COMMAND(register_verify_blob);
+
+}  // namespace kernelhub::cli
