@@ -16,7 +16,8 @@ SECONDS_BUDGET="${1:-${FUZZ_SECONDS:-20}}"
 shift || true
 BUILD="${KERNELHUB_FUZZ_BUILD:-${ROOT}/build-fuzz}"
 ALL=(frame_decoder_fuzz hub_json_fuzz http_error_fuzz http_headers_fuzz metadata_fuzz
-  kernel_status_fuzz policy_fuzz elf_symbols_fuzz serve_fuzz lockfile_fuzz bundle_import_fuzz)
+  kernel_status_fuzz policy_fuzz elf_symbols_fuzz serve_fuzz lockfile_fuzz bundle_import_fuzz
+  sigstore_bundle_fuzz)
 HARNESSES=("${@:-${ALL[@]}}")
 
 if ! command -v clang++ >/dev/null || ! command -v clang >/dev/null; then
@@ -41,6 +42,7 @@ max_len() {
     hub_json_fuzz | http_error_fuzz | metadata_fuzz | kernel_status_fuzz | policy_fuzz | lockfile_fuzz) echo 65536 ;;
     elf_symbols_fuzz) echo 16384 ;;
     bundle_import_fuzz) echo 262144 ;;
+    sigstore_bundle_fuzz) echo 32768 ;;
     frame_decoder_fuzz | serve_fuzz | http_headers_fuzz) echo 8192 ;;
     *) echo 4096 ;;
   esac

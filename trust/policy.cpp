@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "trust/policy_toml.hpp"
 #include "trust/read_file.hpp"
 #include "trust/toml_bounds.hpp"
 
@@ -238,9 +239,17 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
       KH_TRY(parse_daemon_table(*daemon, source, policy));
       continue;
     }
+    if (key.str() == "signatures") {
+      const auto* signatures = node.as_table();
+      if (signatures == nullptr) {
+        return fail(ErrorCode::policy, source + ": 'signatures' must be a table");
+      }
+      KH_TRY(parse_signatures_table(*signatures, source, policy.signatures));
+      continue;
+    }
     if (key.str() != "trust") {
       return fail(ErrorCode::policy, source + ": unknown table or key '" + std::string(key.str()) +
-                                         "' (only [trust] and [daemon] are allowed)");
+                                         "' (only [trust], [daemon] and [signatures] are allowed)");
     }
     const auto* trust = node.as_table();
     if (trust == nullptr) return fail(ErrorCode::policy, source + ": 'trust' must be a table");

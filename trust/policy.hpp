@@ -15,6 +15,7 @@
 
 #include "trust/environment.hpp"
 #include "trust/result.hpp"
+#include "trust/signature_settings.hpp"
 
 namespace kernelhub::trust {
 
@@ -58,6 +59,8 @@ struct AdminPolicy {
   std::set<uid_t> import_users;
   std::set<gid_t> import_groups;
   DaemonLimitSettings limits;
+  // [signatures]: Sigstore verification of each variant's metadata.json.
+  SignatureSettings signatures;
 };
 
 struct TrustDecision {
@@ -94,6 +97,8 @@ bool peer_may_import(const AdminPolicy& policy, uid_t uid, gid_t gid,
 //   idle_timeout_s = 120
 //   frame_timeout_s = 10
 //   max_downloads = 8
+//   [signatures]                     # see trust/signature_policy.cpp
+//   mode = "enforce"
 // An unknown user or group name fails: a typo must not silently lock people out.
 // Unknown keys/tables or wrong types fail with ErrorCode::policy.
 Result<AdminPolicy> load_policy_file(const std::filesystem::path& path);

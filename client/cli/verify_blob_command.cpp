@@ -61,7 +61,7 @@ int run_verify_blob(const VerifyBlobArgs& args) {
                    "with --certificate-build-signer-uri"});
   }
   sigstore::IdentityPolicy policy;
-  policy.san = args.identity;
+  if (args.identity) policy.sans.push_back(*args.identity);
   policy.issuer = args.issuer;
   policy.source_repository = args.source_repository;
   policy.build_signer_uris = args.build_signer_uris;

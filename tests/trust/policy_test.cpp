@@ -149,3 +149,56 @@ TEST_CASE("bad policy files fail with ErrorCode::policy and say why", "[trust][p
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == ErrorCode::policy);
 }
+
+TEST_CASE("[signatures]: warn by default, kernels-community's identity built in",
+          "[trust][policy]") {
+  const AdminPolicy defaults;
+  CHECK(defaults.signatures.mode == SignatureMode::warn);
+  CHECK(defaults.signatures.trusted_root == "production");
+  REQUIRE(defaults.signatures.publishers.size() == 1);
+  const auto& kc = defaults.signatures.publishers.at("kernels-community");
+  CHECK(kc.issuer == "https://token.actions.githubusercontent.com");
+  CHECK(kc.source_repository == "https://github.com/huggingface/kernels-community");
+  CHECK(kc.build_signer_uris.size() == 4);
+  CHECK(kc.require_issuer_v2);
+}
+
+TEST_CASE("[signatures] parses mode, root and per-publisher identities", "[trust][policy]") {
+  auto policy = parse_policy(R"(
+[signatures]
+mode = "enforce"
+trusted_root = "/etc/kernelhub/trusted_root.json"
+[signatures.publishers.my-org]
+issuer = "https://token.actions.githubusercontent.com"
+source_repository = "https://github.com/my-org/kernels"
+build_signers = ["https://github.com/my-org/kernels/.github/workflows/release.yaml@refs/heads/main"]
+[signatures.publishers.kernels-test]
+issuer = "https://github.com/login/oauth"
+identities = ["me@danieldk.eu"]
+)");
+  REQUIRE(policy);
+  CHECK(policy->signatures.mode == SignatureMode::enforce);
+  CHECK(policy->signatures.trusted_root == "/etc/kernelhub/trusted_root.json");
+  CHECK(policy->signatures.publishers.size() == 3);  // kernels-community stays built in
+  CHECK(policy->signatures.publishers.at("my-org").build_signer_uris.size() == 1);
+  CHECK(policy->signatures.publishers.at("kernels-test").sans ==
+        std::vector<std::string>{"me@danieldk.eu"});
+}
+
+TEST_CASE("[signatures] refuses what would weaken or confuse it", "[trust][policy]") {
+  const auto refused = [](const char* text, const char* needle) {
+    auto policy = parse_policy(text);
+    REQUIRE_FALSE(policy);
+    CHECK(policy.error().code == ErrorCode::policy);
+    INFO(policy.error().message);
+    CHECK(policy.error().message.find(needle) != std::string::npos);
+  };
+  refused("[signatures]\nmode = \"strict\"\n", "\"off\", \"warn\" or \"enforce\"");
+  refused("[signatures]\nroot = \"x\"\n", "unknown key 'root'");
+  // An issuer alone admits every workflow that issuer serves.
+  refused("[signatures.publishers.a]\nissuer = \"https://token.actions.githubusercontent.com\"\n",
+          "needs build_signers or identities");
+  refused("[signatures.publishers.a]\nidentities = [\"x@y\"]\n", "needs an issuer");
+  refused("[signatures.publishers.a]\nissuer = \"i\"\nidentities = [\"x\"]\nrepo = \"r\"\n",
+          "unknown key 'repo'");
+}

@@ -110,7 +110,7 @@ sigstore::IdentityPolicy case_policy(const std::filesystem::path& dir) {
     policy.source_repository = spec.at("source_repository").get<std::string>();
     policy.build_signer_uris = spec.at("build_signer_uris").get<std::vector<std::string>>();
   } else {
-    policy.san = trimmed(slurp(dir / "identity"));
+    policy.sans.push_back(trimmed(slurp(dir / "identity")));
     policy.issuer = trimmed(slurp(dir / "issuer"));
   }
   return policy;

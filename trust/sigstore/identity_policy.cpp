@@ -90,19 +90,6 @@ Result<FulcioIdentity> read_fulcio_identity(X509* leaf) {
   return identity;
 }
 
-IdentityPolicy kernels_community_policy() {
-  IdentityPolicy policy;
-  policy.issuer = "https://token.actions.githubusercontent.com";
-  policy.require_issuer_v2 = true;
-  policy.source_repository = "https://github.com/huggingface/kernels-community";
-  for (const char* workflow : {"build", "build-mac", "build-windows", "sign-old-builds"}) {
-    policy.build_signer_uris.push_back(
-        std::string("https://github.com/huggingface/kernels-community/.github/workflows/") +
-        workflow + ".yaml@refs/heads/main");
-  }
-  return policy;
-}
-
 Result<void> check_identity(const FulcioIdentity& identity, const IdentityPolicy& policy) {
   if (policy.issuer) {
     if (identity.issuer_v1 != policy.issuer) {
@@ -114,11 +101,13 @@ Result<void> check_identity(const FulcioIdentity& identity, const IdentityPolicy
                             *policy.issuer + "'");
     }
   }
-  if (policy.san &&
-      std::find(identity.sans.begin(), identity.sans.end(), *policy.san) == identity.sans.end()) {
+  if (!policy.sans.empty() &&
+      std::none_of(identity.sans.begin(), identity.sans.end(), [&](const std::string& san) {
+        return std::find(policy.sans.begin(), policy.sans.end(), san) != policy.sans.end();
+      })) {
     const std::string got = identity.sans.empty() ? "none" : "'" + identity.sans[0] + "'";
-    return identity_error("the certificate's identity is " + got + ", expected '" + *policy.san +
-                          "'");
+    return identity_error("the certificate's identity is " + got + ", expected '" + policy.sans[0] +
+                          "'" + (policy.sans.size() > 1 ? " or another listed" : ""));
   }
   if (policy.source_repository && identity.source_repository != policy.source_repository) {
     return identity_error("source repository is " + quoted(identity.source_repository) +

@@ -1,8 +1,7 @@
 // Who signed: the identity a Fulcio certificate carries (SANs and the Fulcio OIDC
-// extensions, OIDs 1.3.6.1.4.1.57264.1.*) and the policy it must meet. The policy is what
-// sigstore-python's Identity / OIDC* policies check: an exact SAN, the OIDC issuer (v1 raw
-// and v2 UTF8String extensions), the source repository URI and one of the allowed build
-// signer URIs; each part is checked only when the policy names it.
+// extensions, OIDs 1.3.6.1.4.1.57264.1.*) and the check of it against an IdentityPolicy:
+// what sigstore-python's Identity / OIDC* policies check, each part only when the policy
+// names it.
 #pragma once
 
 #include <optional>
@@ -12,6 +11,7 @@
 #include <openssl/x509.h>
 
 #include "trust/result.hpp"
+#include "trust/signature_settings.hpp"
 
 namespace kernelhub::trust::sigstore {
 
@@ -26,17 +26,9 @@ struct FulcioIdentity {
 // signature_invalid ("identity: ...") when a present extension is not of its encoding.
 Result<FulcioIdentity> read_fulcio_identity(X509* leaf);
 
-struct IdentityPolicy {
-  std::optional<std::string> san;                // one SAN must equal it
-  std::optional<std::string> issuer;             // .1.1 and, if present, .1.8 must equal it
-  bool require_issuer_v2 = false;                // .1.8 must be present (kernels' policy)
-  std::optional<std::string> source_repository;  // .1.12 must equal it
-  std::vector<std::string> build_signer_uris;    // .1.9 must equal one of them (when non-empty)
-};
-
-// The identity policy `kernels` applies to kernels-community: GitHub Actions OIDC, the
-// kernels-community repository, and its four release workflows on main.
-IdentityPolicy kernels_community_policy();
+// The policy type lives with the admin settings (trust/signature_settings.hpp).
+using trust::IdentityPolicy;
+using trust::kernels_community_policy;
 
 // signature_invalid "identity: <what differs>, got '<value>'".
 Result<void> check_identity(const FulcioIdentity& identity, const IdentityPolicy& policy);
