@@ -103,6 +103,16 @@ class KernelCache {
   std::vector<VersionState> version_states(const trust::RepoId& repo) const;
   Result<void> write_version_state(const trust::RepoId& repo, const VersionState& state) const;
 
+  // The signature receipt of build/<variant> at `commit`: <repo folder>/.kernelhub/
+  // signatures/<commit>/<variant>.json. nullopt when absent, or when it or a folder above
+  // it (up to .kernelhub) is not owned by this process's user or is writable by others: a
+  // receipt is trusted only from where no one else can have written it.
+  std::optional<std::string> read_signature_receipt(const trust::RepoId& repo,
+                                                    std::string_view commit,
+                                                    std::string_view variant) const;
+  Result<void> write_signature_receipt(const trust::RepoId& repo, std::string_view commit,
+                                       std::string_view variant, std::string_view content) const;
+
   // Creates snapshots/<commit>/<path> -> relative symlink to ../../blobs/<etag> for each
   // file, each replaced atomically (temp symlink + rename). Every blob must exist. On
   // success every folder that gained an entry is fsynced (see DirtyDirs), or with `dirty`

@@ -62,6 +62,8 @@ struct FetchedKernel {
   std::string cache_fallback{};
   // Non-empty when the rollback guard refused a vN move (the accepted commit was served).
   std::string refused_move{};
+  // [signatures] warn mode: variants served although their signature does not hold.
+  std::vector<std::string> signature_warnings{};
 };
 
 // The socket a client would use: options.socket, else $KERNELHUB_SOCKET, else the default.

@@ -263,7 +263,8 @@ Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request,
                        /*via_daemon=*/true,
                        {},
                        fetched->cache_fallback.value_or(""),
-                       fetched->refused_move.value_or("")};
+                       fetched->refused_move.value_or(""),
+                       std::move(fetched->signature_warnings)};
   for (auto& file : fetched->files) {
     HandedFile handed{std::move(file.path), file.size, std::move(file.sha256), {}};
     if (hand_out) {

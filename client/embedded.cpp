@@ -74,6 +74,7 @@ Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request,
                        /*via_daemon=*/false, {}};
   kernel.cache_fallback = result->cache_fallback;
   kernel.refused_move = result->refused_move;
+  kernel.signature_warnings = result->signature_warnings;
   if (hand_out) {
     auto files = hand_out_files(cache_, *result);
     if (!files) return fail(files.error());

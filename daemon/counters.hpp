@@ -19,6 +19,8 @@ struct AtomicCounters {
   std::atomic<std::uint64_t> connections{0};
   std::atomic<std::uint64_t> active_connections{0};
   std::atomic<std::uint64_t> rollbacks_refused{0};
+  std::atomic<std::uint64_t> signatures_refused{0};
+  std::atomic<std::uint64_t> signatures_warned{0};
 
   DaemonCounters snapshot() const {
     constexpr auto relaxed = std::memory_order_relaxed;
@@ -30,7 +32,9 @@ struct AtomicCounters {
             errors.load(relaxed),
             connections.load(relaxed),
             active_connections.load(relaxed),
-            rollbacks_refused.load(relaxed)};
+            rollbacks_refused.load(relaxed),
+            signatures_refused.load(relaxed),
+            signatures_warned.load(relaxed)};
   }
 };
 

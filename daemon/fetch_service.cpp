@@ -15,6 +15,7 @@ struct FetchService::Manifest {
   std::vector<std::string> variants;
   std::string snapshot_path;
   std::vector<hub::FetchedFile> files;
+  std::vector<hub::SignatureReceipt> signatures;  // [signatures] on: one per variant
 };
 
 struct FetchService::Flight {
@@ -79,6 +80,10 @@ std::string spec_of(const proto::FetchRequest& r, const std::optional<hub::Platf
 
 }  // namespace
 
+bool is_signature_error(ErrorCode code) {
+  return code == ErrorCode::signature_missing || code == ErrorCode::signature_invalid;
+}
+
 bool env_true(const std::map<std::string, std::string>& env, std::string_view key) {
   const auto it = env.find(std::string(key));
   return it != env.end() && trust::is_truthy(it->second);
@@ -109,8 +114,20 @@ FetchService::~FetchService() {
 
 void FetchService::set_policy(trust::AdminPolicy policy) {
   auto next = std::make_shared<const trust::AdminPolicy>(std::move(policy));
-  std::lock_guard lock(policy_mutex_);
-  policy_ = std::move(next);
+  std::shared_ptr<const trust::AdminPolicy> previous;
+  {
+    std::lock_guard lock(policy_mutex_);
+    previous = std::exchange(policy_, next);
+  }
+  // Warm manifests carry receipts verified against the old trusted root, or none when
+  // signatures were off: such a change makes the next fetch verify again (from the cache).
+  // Identities and the mode apply at each hand-out without that.
+  const auto& was = previous->signatures;
+  const auto& now = next->signatures;
+  if (was.trusted_root != now.trusted_root ||
+      (was.mode == trust::SignatureMode::off && now.mode != trust::SignatureMode::off)) {
+    forget_all();
+  }
 }
 
 std::shared_ptr<const trust::AdminPolicy> FetchService::policy() const {
@@ -160,11 +177,12 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   const std::string spec = spec_of(request, *platform);
   if (auto manifest = warm_manifest(resolve_key, spec)) {
     KH_TRY(may_hand_out(*manifest));
-    auto out = hand_out(*manifest, request.id, with_fds_now, true, /*warm=*/true);
+    auto out = hand_out(*manifest, request, with_fds_now, true, /*warm=*/true);
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
     }
+    if (is_signature_error(out.error().code)) return out;
     spdlog::warn("cached manifest of {} no longer matches the cache ({}); fetching again",
                  repo->str(), out.error().message);
     forget_all();
@@ -201,11 +219,17 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   }
   const Result<hub::FetchResult> result = *flight->result;
   lock.unlock();
-  if (!result) return fail(result.error());
-  Manifest manifest{result->repo, result->commit, result->variants, result->snapshot_path.string(),
-                    result->files};
+  if (!result) {
+    if (is_signature_error(result.error().code)) {
+      counters_.signatures_refused.fetch_add(1, std::memory_order_relaxed);
+    }
+    return fail(result.error());
+  }
+  Manifest manifest{result->repo,     result->commit,
+                    result->variants, result->snapshot_path.string(),
+                    result->files,    result->signatures};
   KH_TRY(may_hand_out(manifest));
-  auto out = hand_out(manifest, request.id, with_fds_now, result->from_cache, /*warm=*/false);
+  auto out = hand_out(manifest, request, with_fds_now, result->from_cache, /*warm=*/false);
   if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
   if (out && !result->refused_move.empty()) out->reply.refused_move = result->refused_move;
   return out;
@@ -225,8 +249,9 @@ std::shared_ptr<const FetchService::Manifest> FetchService::warm_manifest(
 
 void FetchService::remember(const std::string& resolve_key, const std::string& spec,
                             const hub::FetchResult& result) {
-  auto manifest = std::make_shared<const Manifest>(Manifest{
-      result.repo, result.commit, result.variants, result.snapshot_path.string(), result.files});
+  auto manifest = std::make_shared<const Manifest>(
+      Manifest{result.repo, result.commit, result.variants, result.snapshot_path.string(),
+               result.files, result.signatures});
   std::lock_guard lock(memo_mutex_);
   resolved_[resolve_key] = {result.commit, std::chrono::steady_clock::now() + resolve_ttl_};
   manifests_[result.repo.str() + '\n' + result.commit + '\n' + spec] = std::move(manifest);
@@ -328,10 +353,25 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   flight->cv.notify_all();
 }
 
-Result<HandOut> FetchService::hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
-                                       bool from_cache, bool warm) const {
+Result<HandOut> FetchService::hand_out(const Manifest& manifest, const proto::FetchRequest& request,
+                                       bool with_fds, bool from_cache, bool warm) const {
   HandOut out;
-  out.reply.id = id;
+  // [signatures]: the receipts judged by the policy in force now, at every hand-out.
+  const auto policy_now = policy();
+  const std::optional<int> version =
+      request.version ? std::optional<int>(static_cast<int>(*request.version)) : std::nullopt;
+  for (const auto& receipt : manifest.signatures) {
+    auto verdict = hub::decide_signature(policy_now->signatures, manifest.repo, receipt, version);
+    if (!verdict) {
+      counters_.signatures_refused.fetch_add(1, std::memory_order_relaxed);
+      return fail(verdict.error());
+    }
+    if (*verdict) out.reply.signature_warnings.push_back(std::move(**verdict));
+  }
+  if (!out.reply.signature_warnings.empty()) {
+    counters_.signatures_warned.fetch_add(1, std::memory_order_relaxed);
+  }
+  out.reply.id = request.id;
   out.reply.repo = manifest.repo.str();
   out.reply.commit = manifest.commit;
   out.reply.variants = manifest.variants;

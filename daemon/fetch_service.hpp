@@ -43,6 +43,8 @@ using ProgressSink = std::function<void(const hub::FetchProgress&)>;
 // client's trust variables (still bounded by the admin policy where they are used).
 bool env_true(const std::map<std::string, std::string>& env, std::string_view key);
 trust::TrustEnvironment client_trust(const std::map<std::string, std::string>& env);
+// signature_missing / signature_invalid: a refusal by [signatures], not a damaged cache.
+bool is_signature_error(ErrorCode code);
 
 class FetchService {
  public:
@@ -88,8 +90,9 @@ class FetchService {
   bool wait_turn(std::uint64_t ticket);
   void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline);
   // `warm`: a memoised manifest, whose snapshot links an earlier hand-out checked.
-  Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
-                           bool from_cache, bool warm) const;
+  // The receipts of `manifest` are judged by the policy in force now ([signatures]).
+  Result<HandOut> hand_out(const Manifest& manifest, const proto::FetchRequest& request,
+                           bool with_fds, bool from_cache, bool warm) const;
 
   std::filesystem::path root_;
   UniqueFd root_fd_;

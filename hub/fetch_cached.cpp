@@ -126,15 +126,20 @@ Result<FetchResult> Fetcher::fetch_from_cache(const FetchRequest& request) {
   result.variants = *variants;
   result.snapshot_path = snapshot;
   result.from_cache = true;
+  receipts_.clear();
+  signature_warnings_.clear();
   for (const auto& variant : *variants) {
     auto files = hash_variant(snapshot, variant);
     if (!files) return fail(files.error());
+    // The signature (receipt) first: metadata.json is parsed once it holds.
+    KH_TRY(check_cached_signature(request, *commit, variant, *files));
     KH_TRY(verify_cached_variant(snapshot, variant, *files));
     std::vector<std::pair<std::string, std::string>> ids;
     for (const auto& file : *files) ids.emplace_back(file.path, file.etag);
     KH_TRY(check_locked_hashes(request, *commit, variant, ids));
     for (auto& file : *files) result.files.push_back(std::move(file));
   }
+  take_signatures(result);
   return result;
 }
 

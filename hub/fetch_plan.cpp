@@ -6,6 +6,7 @@
 
 #include "cache/fs_util.hpp"
 #include "hub/downloader.hpp"
+#include "hub/signature_gate.hpp"
 #include "trust/digest.hpp"
 #include "trust/read_file.hpp"
 
@@ -64,7 +65,7 @@ Result<std::size_t> FetchPlan::slot_for(const TreeEntry& entry) {
   return slots_.size() - 1;
 }
 
-Result<std::string> FetchPlan::read_metadata(Planned& file) {
+Result<std::string> FetchPlan::read_small(Planned& file) {
   const auto cap = config_.max_metadata_body;
   if (file.entry.size > cap) {
     return fail(ErrorCode::too_large, file.entry.path + " is " + std::to_string(file.entry.size) +
@@ -98,6 +99,7 @@ Result<void> FetchPlan::add_variant(const std::string& variant,
     prepared_ = true;
   }
   std::optional<std::size_t> metadata_index;
+  std::optional<std::size_t> bundle_index;
   for (const auto& entry : entries) {
     if (!entry.is_file || is_ignored_kernel_file(entry.path)) continue;
     Planned file{entry, variant, "", std::nullopt};
@@ -109,11 +111,28 @@ Result<void> FetchPlan::add_variant(const std::string& variant,
       file.slot = *slot;
     }
     if (entry.path == variant_prefix(variant) + "metadata.json") metadata_index = files_.size();
+    if (entry.path == variant_prefix(variant) + std::string(kSignatureBundleFile)) {
+      bundle_index = files_.size();
+    }
     files_.push_back(std::move(file));
   }
+  std::optional<std::string> text;
   if (metadata_index) {
-    auto text = read_metadata(files_[*metadata_index]);
-    if (!text) return fail(text.error());
+    auto read = read_small(files_[*metadata_index]);
+    if (!read) return fail(read.error());
+    text = std::move(*read);
+  }
+  if (signature_hook_) {
+    std::optional<std::string> bundle;
+    if (bundle_index && metadata_index) {
+      auto read = read_small(files_[*bundle_index]);
+      if (!read) return fail(read.error());
+      bundle = std::move(*read);
+    }
+    const std::string etag = metadata_index ? files_[*metadata_index].entry.etag() : "";
+    KH_TRY(signature_hook_(variant, etag, text.value_or(""), bundle));
+  }
+  if (text) {
     auto metadata = trust::parse_kernel_metadata(*text);
     if (!metadata) {
       return fail(metadata.error().code,

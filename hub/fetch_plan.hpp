@@ -4,6 +4,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,8 +23,16 @@ class FetchPlan {
   FetchPlan(const HubConfig& config, HttpClient& http, HubApi& api, cache::KernelCache& cache,
             trust::RepoId repo, std::string commit);
 
+  // Called with each variant's metadata.json (etag, bytes; empty when the variant has none)
+  // and its metadata.json.sigstore before metadata.json is parsed; an error stops the plan.
+  using SignatureHook = std::function<Result<void>(
+      const std::string& variant, const std::string& metadata_etag, std::string_view metadata,
+      const std::optional<std::string>& bundle)>;
+  void set_signature_hook(SignatureHook hook) { signature_hook_ = std::move(hook); }
+
   // Adds the files of build/<variant>/ (a recursive tree listing). metadata.json, if
-  // present, is fetched here (small, in memory, size-capped) so a bad one fails early.
+  // present, is fetched here (small, in memory, size-capped) so a bad one fails early; with a
+  // signature hook, metadata.json.sigstore too, and the hook runs before the parse.
   Result<void> add_variant(const std::string& variant, const std::vector<TreeEntry>& entries);
   // Downloads every needed blob in parallel into temp files.
   Result<void> download(const ProgressCallback& progress);
@@ -51,7 +60,8 @@ class FetchPlan {
   // sha256 of a cached blob after checking it still matches its etag; nullopt if absent
   // or damaged (then it is downloaded again).
   std::optional<std::string> cached_sha256(const TreeEntry& entry) const;
-  Result<std::string> read_metadata(Planned& file);
+  // A small file of the plan (metadata.json, its bundle), from the cache or the Hub.
+  Result<std::string> read_small(Planned& file);
 
   const HubConfig& config_;
   HttpClient& http_;
@@ -64,6 +74,7 @@ class FetchPlan {
   std::deque<Slot> slots_;  // deque: writers keep their addresses for the downloader
   std::map<std::string, std::size_t> slot_by_etag_;
   std::map<std::string, trust::KernelMetadata> metadata_;  // by variant
+  SignatureHook signature_hook_;
 };
 
 }  // namespace kernelhub::hub

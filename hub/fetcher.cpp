@@ -235,6 +235,21 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   if (!variants) return fail(variants.error());
 
   FetchPlan plan(config_, http_, api_, cache_, request.repo, *commit);
+  receipts_.clear();
+  signature_warnings_.clear();
+  if (policy_.signatures.mode != trust::SignatureMode::off) {
+    auto verifier = signature_verifier();
+    if (!verifier) return fail(verifier.error());
+    plan.set_signature_hook([&, verifier = *verifier](const std::string& variant,
+                                                      const std::string& etag,
+                                                      std::string_view metadata,
+                                                      const std::optional<std::string>& bundle) {
+      // `asked`: the version the caller requested is what the signed metadata must state.
+      FetchRequest judged = request;
+      judged.version = asked.version;
+      return admit_signature(judged, verifier->verify(variant, etag, metadata, bundle));
+    });
+  }
   for (const auto& variant : *variants) {
     auto files = api_.list_tree(request.repo, *commit, "build/" + variant, true);
     if (!files) return fail(files.error());
@@ -250,6 +265,11 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   }
   KH_TRY(plan.download(progress));
   KH_TRY(plan.verify());
+  // Receipts before the snapshot: whatever is visible has its verdict recorded.
+  for (const auto& receipt : receipts_) {
+    KH_TRY(cache_.write_signature_receipt(request.repo, *commit, receipt.variant,
+                                          receipt_to_json(receipt)));
+  }
   KH_TRY(plan.publish());
 
   KH_TRY(accept_version(asked, *commit));
@@ -269,6 +289,7 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   result.snapshot_path = cache_.snapshot_dir(request.repo, *commit);
   result.files = plan.fetched_files();
   result.refused_move = refused_move_;
+  take_signatures(result);
   return result;
 }
 

@@ -17,6 +17,7 @@
 #include "hub/hub_api.hpp"
 #include "hub/hub_config.hpp"
 #include "hub/progress.hpp"
+#include "hub/signature_gate.hpp"
 #include "hub/variant.hpp"
 #include "trust/environment.hpp"
 #include "trust/policy.hpp"
@@ -62,6 +63,10 @@ struct FetchResult {
   // Non-empty when the Hub moved the requested vN to a commit that does not descend from the
   // one accepted before: what was refused (the accepted commit was served instead).
   std::string refused_move;
+  // [signatures] (mode not off): one receipt per served variant, and the warnings warn mode
+  // gives for the ones that do not hold (enforce refuses those instead).
+  std::vector<SignatureReceipt> signatures;
+  std::vector<std::string> signature_warnings;
 };
 
 // How much of a commit's history is read to decide whether a vN move goes forward.
@@ -100,6 +105,17 @@ class Fetcher {
   bool has_cached_snapshot(const FetchRequest& request) const;
   Result<std::vector<std::string>> choose_variants(const FetchRequest& request,
                                                    const std::vector<std::string>& names) const;
+  // [signatures] (hub/fetch_signatures.cpp): the policy's trusted root, loaded on first use.
+  Result<const SignatureVerifier*> signature_verifier();
+  // Keeps the receipt for the result and applies the policy: enforce refuses, warn warns.
+  Result<void> admit_signature(const FetchRequest& request, SignatureReceipt receipt);
+  // A cached variant's receipt, verified again from its cached bundle when it is missing,
+  // untrusted or stale (another metadata.json, another trusted root), then admitted.
+  Result<void> check_cached_signature(const FetchRequest& request, const std::string& commit,
+                                      const std::string& variant,
+                                      const std::vector<FetchedFile>& files);
+  // Moves this fetch's receipts and warnings into `result`.
+  void take_signatures(FetchResult& result);
 
   HubConfig config_;
   HttpClient& http_;
@@ -109,6 +125,9 @@ class Fetcher {
   trust::Environment platform_env_;
   bool status_missing_ = false;  // this fetch's repo has no kernel-status.toml
   std::string refused_move_;     // this fetch's refused vN move, if any
+  std::optional<SignatureVerifier> signature_verifier_;
+  std::vector<SignatureReceipt> receipts_;  // this fetch's, in variant order
+  std::vector<std::string> signature_warnings_;
   HubApi api_;
 };
 

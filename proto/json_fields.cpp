@@ -92,6 +92,12 @@ Result<std::vector<std::string>> Fields::strings(const char* key) const {
   return out;
 }
 
+Result<std::vector<std::string>> Fields::optional_strings(const char* key) const {
+  const auto* v = find(key);
+  if (!v || v->is_null()) return std::vector<std::string>{};
+  return strings(key);
+}
+
 Result<std::map<std::string, std::string>> Fields::string_map(const char* key) const {
   const auto* v = find(key);
   std::map<std::string, std::string> out;

@@ -28,6 +28,8 @@ class Fields {
   Result<std::optional<bool>> optional_boolean(const char* key) const;  // absent or null
   Result<std::vector<std::string>> strings(const char* key) const;
   Result<std::map<std::string, std::string>> string_map(const char* key) const;  // absent: {}
+  // Absent or null: empty.
+  Result<std::vector<std::string>> optional_strings(const char* key) const;
   Result<std::optional<std::map<std::string, std::string>>> optional_string_map(
       const char* key) const;  // absent or null: nullopt
   Result<const nlohmann::json*> array(const char* key) const;

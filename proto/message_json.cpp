@@ -69,6 +69,7 @@ json to_json(const Fetched& m) {
          {"files", std::move(files)}};
   put_optional(j, "cache_fallback", m.cache_fallback);
   put_optional(j, "refused_move", m.refused_move);
+  if (!m.signature_warnings.empty()) j["signature_warnings"] = m.signature_warnings;
   return j;
 }
 
@@ -83,7 +84,9 @@ json to_json(const Counters& c) {
               {"errors", c.errors},
               {"connections", c.connections},
               {"active_connections", c.active_connections},
-              {"rollbacks_refused", c.rollbacks_refused}};
+              {"rollbacks_refused", c.rollbacks_refused},
+              {"signatures_refused", c.signatures_refused},
+              {"signatures_warned", c.signatures_warned}};
 }
 
 json to_json(const StatusReply& m) {

@@ -118,6 +118,7 @@ Result<Message> parse_fetched(const Fields& f) {
   KH_PROTO_GET(files, f.array("files"));
   KH_PROTO_GET(cache_fallback, f.optional_string("cache_fallback"));
   KH_PROTO_GET(refused_move, f.optional_string("refused_move"));
+  KH_PROTO_GET(signature_warnings, f.optional_strings("signature_warnings"));
   for (const auto& item : *files) {
     KH_PROTO_GET(file, parse_fetched_file(item));
     m.files.push_back(std::move(file));
@@ -130,6 +131,7 @@ Result<Message> parse_fetched(const Fields& f) {
   m.snapshot_path = std::move(snapshot_path);
   m.cache_fallback = std::move(cache_fallback);
   m.refused_move = std::move(refused_move);
+  m.signature_warnings = std::move(signature_warnings);
   return Message{std::move(m)};
 }
 
@@ -151,6 +153,10 @@ Result<Counters> parse_counters(const nlohmann::json& value) {
   }
   KH_PROTO_GET(rollbacks, f.optional_uint("rollbacks_refused"));
   c.rollbacks_refused = rollbacks.value_or(0);
+  KH_PROTO_GET(signatures_refused, f.optional_uint("signatures_refused"));
+  c.signatures_refused = signatures_refused.value_or(0);
+  KH_PROTO_GET(signatures_warned, f.optional_uint("signatures_warned"));
+  c.signatures_warned = signatures_warned.value_or(0);
   return c;
 }
 

@@ -93,6 +93,9 @@ struct Fetched {
   // the daemon accepted before: the refusal, for the client to show (the accepted commit
   // was served).
   std::optional<std::string> refused_move;
+  // [signatures] warn mode: one line per served variant whose signature does not hold (the
+  // client shows them); absent when there is none.
+  std::vector<std::string> signature_warnings;
   bool operator==(const Fetched&) const = default;
 };
 
@@ -112,6 +115,10 @@ struct Counters {
   std::uint64_t active_connections = 0;
   // vN moves refused by the rollback guard (absent from daemons before it: 0).
   std::uint64_t rollbacks_refused = 0;
+  // [signatures]: hand-outs refused (enforce) and served with a warning (warn); absent
+  // from daemons before signatures: 0.
+  std::uint64_t signatures_refused = 0;
+  std::uint64_t signatures_warned = 0;
   bool operator==(const Counters&) const = default;
 };
 

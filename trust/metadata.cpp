@@ -93,6 +93,9 @@ Result<KernelMetadata> parse_kernel_metadata(std::string_view text) {
   auto version = version_text(doc);
   KH_TRY(version);
   out.version = std::move(*version);
+  if (const auto it = doc.find("backend"); it != doc.end() && it->is_object()) {
+    out.backend_type = lenient_string(*it, "type");
+  }
   if (const auto it = doc.find("digest"); it != doc.end() && !it->is_null()) {
     KH_TRY(parse_digest(*it, out));
   }

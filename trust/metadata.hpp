@@ -25,6 +25,8 @@ struct KernelMetadata {
   // text; local library builds may carry a package version such as "2.7.4". A value of
   // another type is ignored, a negative or huge integer is malformed.
   std::optional<std::string> version;
+  // backend.type ("cuda", "cpu", "rocm", ...): descriptive, a value of another type is ignored.
+  std::optional<std::string> backend_type;
   std::optional<std::string> digest_algorithm;
   std::map<std::string, std::string> file_digests;  // variant-relative path -> base64 sha256
   // Other Hub kernels this build loads (kernel-builder's `kernel-depends`), locked with it.

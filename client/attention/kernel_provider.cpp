@@ -1,6 +1,7 @@
 #include "client/attention/kernel_provider.hpp"
 
 #include <charconv>
+#include <iostream>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -259,6 +260,10 @@ std::shared_ptr<const loader::LoadedKernel> provide_hub_kernel(const HubKernelSp
   std::lock_guard lock(g_fetch_mutex);  // the shared client carries one request at a time
   auto fetched = shared_client().fetch(request);
   if (!fetched) raise(fetched.error(), context, hub_fix(spec, fetched.error().code));
+  // [signatures] warn mode: served, and the app's user is told on stderr.
+  for (const auto& warning : fetched->signature_warnings) {
+    std::cerr << "kernelhub: warning: " << warning << "\n";
+  }
   auto loaded = loader::load_kernel(to_source(std::move(*fetched)));
   if (!loaded) raise(loaded.error(), context, hub_fix(spec, loaded.error().code));
   return *loaded;

@@ -100,7 +100,7 @@ int run_create(const CreateArgs& args) {
     auto fetched = client->fetch(request, [&bar](const hub::FetchProgress& p) { bar.update(p); });
     bar.finish();
     if (!fetched) return report(fetched.error());
-    warn_daemon_notices(*fetched);
+    print_fetch_warnings(*fetched);
     cache::bundle::BundleSource source;
     source.repo = {fetched->repo, fetched->commit, refs, fetched->variants, {}};
     for (auto& file : fetched->files) {

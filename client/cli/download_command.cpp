@@ -33,7 +33,7 @@ int run_download(const DownloadArgs& args) {
   auto result = client->fetch(*request, [&bar](const hub::FetchProgress& p) { bar.update(p); });
   bar.finish();
   if (!result) return report(result.error());
-  warn_daemon_notices(*result);
+  print_fetch_warnings(*result);
   if (args.fetch.json) {
     std::cout << fetched_to_json(*result).dump(2) << "\n";
   } else {

@@ -96,7 +96,7 @@ int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requ
       if (exit_code == 0) exit_code = code;
       continue;
     }
-    warn_daemon_notices(*result);
+    print_fetch_warnings(*result);
     if (args.json) {
       out.push_back(fetched_to_json(*result));
     } else {
@@ -133,6 +133,8 @@ nlohmann::json fetched_to_json(const client::FetchedKernel& kernel) {
   // The vN move the rollback guard refused (the accepted commit was served); null normally.
   out["refused_move"] =
       kernel.refused_move.empty() ? nlohmann::json(nullptr) : nlohmann::json(kernel.refused_move);
+  // [signatures] warn mode: variants served although their signature does not hold.
+  out["signature_warnings"] = kernel.signature_warnings;
   out["files"] = nlohmann::json::array();
   for (const auto& file : kernel.files) {
     out["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
@@ -140,9 +142,12 @@ nlohmann::json fetched_to_json(const client::FetchedKernel& kernel) {
   return out;
 }
 
-void warn_daemon_notices(const client::FetchedKernel& kernel) {
+void print_fetch_warnings(const client::FetchedKernel& kernel) {
   if (kernel.via_daemon && !kernel.refused_move.empty()) {
     std::cerr << "kernelhub: warning: " << kernel.refused_move << "\n";
+  }
+  for (const auto& warning : kernel.signature_warnings) {
+    std::cerr << "kernelhub: warning: " << warning << "\n";
   }
 }
 

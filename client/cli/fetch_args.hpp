@@ -55,9 +55,9 @@ int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requ
 // {"repo","commit","variants","variant"?,"path","snapshot","from_cache","via_daemon",
 // "cache_fallback" (null, or the Hub error that made a fetch serve the cache),"files"}
 nlohmann::json fetched_to_json(const client::FetchedKernel& kernel);
-// What kernelhubd reported beside the files (a refused vN move), on stderr; in embedded mode
-// the fetch itself logged it already.
-void warn_daemon_notices(const client::FetchedKernel& kernel);
+// The notices beside the files, on stderr: a refused vN move kernelhubd reported (in-process
+// fetches log it themselves), and [signatures] warnings from either mode.
+void print_fetch_warnings(const client::FetchedKernel& kernel);
 // One line per variant: <snapshot>/build/<variant>.
 void print_variant_paths(const client::FetchedKernel& kernel);
 

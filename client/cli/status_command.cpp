@@ -38,7 +38,9 @@ void print_daemon(const nlohmann::json& s, const std::string& socket) {
             << "connections " << counter(counters, "connections") << " ("
             << counter(counters, "active_connections") << " active)\n"
             << "version moves refused (rollback guard): " << counter(counters, "rollbacks_refused")
-            << "\n";
+            << "\n"
+            << "signatures: " << counter(counters, "signatures_refused") << " refused, "
+            << counter(counters, "signatures_warned") << " served with a warning\n";
 }
 
 int run_status(const StatusArgs& args) {

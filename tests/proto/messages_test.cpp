@@ -67,7 +67,10 @@ std::vector<GoldenCase> golden_cases() {
                   {{"build/" + kVariant + "/_relu.abi3.so", 104857600, kSha, 0},
                    {"build/" + kVariant + "/__init__.py", 0, kEmptySha, 1}},
                   "http_status: HTTP 503 from the Hub",
-                  "kernels-community/relu v1 moved to " + kCommit + ", which does not descend"};
+                  "kernels-community/relu v1 moved to " + kCommit + ", which does not descend",
+                  {"unverified signature: kernels-community/relu build/" + kVariant +
+                   ": signature: the variant has no metadata.json.sigstore (served: [signatures] "
+                   "mode is warn)"}};
 
   LsReply ls{
       3, nlohmann::json::array({{{"repo", "kernels-community/relu"},
@@ -94,7 +97,7 @@ std::vector<GoldenCase> golden_cases() {
       {"status_request", Sender::client, StatusRequest{2}},
       {"status_reply", Sender::daemon,
        StatusReply{2, "kernelhubd/0.1.0", 4242, 12.5, "/var/cache/kernelhub", 1,
-                   Counters{10, 7, 3, 104857600, 9, 1, 4, 1, 2}}},
+                   Counters{10, 7, 3, 104857600, 9, 1, 4, 1, 2, 5, 6}}},
       {"ls_request", Sender::client, LsRequest{3}},
       {"ls_reply", Sender::daemon, ls},
       {"verify_request", Sender::client, VerifyRequest{4, "kernels-community/relu"}},

@@ -90,9 +90,10 @@ TEST_CASE("missing required members are invalid_request", "[proto][strict]") {
       {"verified", Sender::daemon},     {"gc_reply", Sender::daemon},
       {"error", Sender::daemon}};
   const std::set<std::string> optional_members = {
-      "type",           "client",       "daemon",   "variant",   "all_variants", "torch_version",
-      "backend",        "env",          "revision", "cxx11_abi", "arch",         "os",
-      "cache_fallback", "refused_move", "locked"};
+      "type",           "client",        "daemon",  "variant",
+      "all_variants",   "torch_version", "backend", "env",
+      "revision",       "cxx11_abi",     "arch",    "os",
+      "cache_fallback", "refused_move",  "locked",  "signature_warnings"};
   int checked = 0;
   for (const auto& [name, sender] : goldens) {
     const auto golden = load_golden(name);

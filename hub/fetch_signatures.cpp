@@ -1,0 +1,79 @@
+// [signatures] in the fetch pipeline: each served variant's Sigstore bundle is verified
+// before its metadata.json is parsed and before anything is published (FetchPlan's hook),
+// the receipt is kept in the cache's state, and a cached variant is judged from its receipt
+// or, when that cannot be trusted, verified again from its cached bundle.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "hub/fetcher.hpp"
+#include "trust/metadata.hpp"
+#include "trust/read_file.hpp"
+#include "trust/sigstore/bundle.hpp"
+
+namespace kernelhub::hub {
+
+Result<const SignatureVerifier*> Fetcher::signature_verifier() {
+  if (!signature_verifier_) {
+    auto loaded = SignatureVerifier::load(policy_.signatures);
+    if (!loaded) return fail(loaded.error());
+    signature_verifier_ = std::move(*loaded);
+  }
+  return &*signature_verifier_;
+}
+
+Result<void> Fetcher::admit_signature(const FetchRequest& request, SignatureReceipt receipt) {
+  auto verdict = decide_signature(policy_.signatures, request.repo, receipt, request.version);
+  if (!verdict) return fail(verdict.error());
+  // Reported by the caller once the fetch succeeds (the client's stderr), not here: a fetch
+  // that then fails must not warn about what it never served.
+  if (*verdict) signature_warnings_.push_back(std::move(**verdict));
+  receipts_.push_back(std::move(receipt));
+  return ok();
+}
+
+Result<void> Fetcher::check_cached_signature(const FetchRequest& request, const std::string& commit,
+                                             const std::string& variant,
+                                             const std::vector<FetchedFile>& files) {
+  if (policy_.signatures.mode == trust::SignatureMode::off) return ok();
+  auto verifier = signature_verifier();
+  if (!verifier) return fail(verifier.error());
+  const std::string prefix = "build/" + variant + "/";
+  const auto metadata = std::find_if(files.begin(), files.end(), [&](const FetchedFile& f) {
+    return f.path == prefix + "metadata.json";
+  });
+  const std::string etag = metadata == files.end() ? "" : metadata->etag;
+  if (const auto stored = cache_.read_signature_receipt(request.repo, commit, variant)) {
+    if (auto receipt = receipt_from_json(*stored); receipt && receipt->variant == variant &&
+                                                   receipt->metadata_etag == etag &&
+                                                   receipt->root_id == (*verifier)->root_id()) {
+      return admit_signature(request, std::move(*receipt));
+    }
+  }
+  const auto snapshot = cache_.snapshot_dir(request.repo, commit);
+  std::optional<std::string> text;
+  std::optional<std::string> bundle;
+  if (metadata != files.end()) {
+    text = trust::read_file_prefix(snapshot / metadata->path, trust::kMaxMetadataBytes);
+    if (!text) return fail(ErrorCode::io, "cannot read the cached " + metadata->path);
+    bundle = trust::read_file_prefix(snapshot / (prefix + std::string(kSignatureBundleFile)),
+                                     trust::sigstore::kMaxBundleBytes);
+  }
+  SignatureReceipt receipt = (*verifier)->verify(variant, etag, text.value_or(""), bundle);
+  if (auto written =
+          cache_.write_signature_receipt(request.repo, commit, variant, receipt_to_json(receipt));
+      !written) {
+    spdlog::warn("cannot keep the signature receipt of {} build/{}: {}", request.repo.str(),
+                 variant, written.error().message);
+  }
+  return admit_signature(request, std::move(receipt));
+}
+
+void Fetcher::take_signatures(FetchResult& result) {
+  result.signatures = std::move(receipts_);
+  result.signature_warnings = std::move(signature_warnings_);
+  receipts_.clear();
+  signature_warnings_.clear();
+}
+
+}  // namespace kernelhub::hub

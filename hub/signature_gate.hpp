@@ -1,0 +1,71 @@
+// Signatures of kernel variants (`build/<variant>/metadata.json.sigstore`), in two steps:
+//  - verify, once, when a variant is downloaded (before it is published) or when no
+//    trustworthy receipt exists: the Sigstore bundle over the raw metadata.json against the
+//    admin's trusted root, with the signer's identity recorded rather than judged; the
+//    result is a receipt, kept in the cache's state;
+//  - decide, at every hand-out, from the receipt and the policy in force now: the
+//    publisher's configured identity, the binding of the signed metadata.json to the
+//    request (its version, its backend), and the mode (off / warn / enforce). A policy
+//    change therefore applies to kernels already cached, offline too.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "trust/repo_id.hpp"
+#include "trust/result.hpp"
+#include "trust/signature_settings.hpp"
+#include "trust/sigstore/identity_policy.hpp"
+#include "trust/sigstore/trusted_root.hpp"
+
+namespace kernelhub::hub {
+
+inline constexpr std::string_view kSignatureBundleFile = "metadata.json.sigstore";
+
+struct SignatureReceipt {
+  enum class Status { verified, missing, invalid };
+  Status status = Status::missing;
+  std::string variant;
+  std::string metadata_etag;                  // the metadata.json blob the verdict is about
+  std::string root_id;                        // sha256 of the trusted root it was verified against
+  std::string failure;                        // missing / invalid: "<check>: <reason>"
+  trust::sigstore::FulcioIdentity identity;   // verified only
+  std::int64_t signed_at = 0;                 // verified only
+  std::optional<std::string> stated_version;  // the signed metadata.json's "version"
+  std::optional<std::string> stated_backend;  // ... and its backend.type
+};
+
+// The receipt as stored (JSON, one parser), and back; nullopt for anything malformed.
+std::string receipt_to_json(const SignatureReceipt& receipt);
+std::optional<SignatureReceipt> receipt_from_json(std::string_view text);
+
+class SignatureVerifier {
+ public:
+  // The trusted root the settings name; ErrorCode::policy when it cannot be loaded.
+  static Result<SignatureVerifier> load(const trust::SignatureSettings& settings);
+
+  const std::string& root_id() const { return root_id_; }
+
+  // metadata.json is parsed (for the binding fields) only once its signature holds.
+  SignatureReceipt verify(std::string variant, std::string metadata_etag,
+                          std::string_view metadata_json,
+                          const std::optional<std::string>& bundle_json) const;
+
+ private:
+  std::shared_ptr<const trust::sigstore::TrustedRoot> root_;
+  std::string root_id_;
+};
+
+// The verdict on `receipt` for `repo` requested as version `requested_version` (nullopt
+// for a revision): nullopt when it may be served silently (mode off, or it holds), a
+// warning line in warn mode, else signature_missing / signature_invalid naming the failed
+// check ([signatures] enforce).
+Result<std::optional<std::string>> decide_signature(const trust::SignatureSettings& settings,
+                                                    const trust::RepoId& repo,
+                                                    const SignatureReceipt& receipt,
+                                                    std::optional<int> requested_version);
+
+}  // namespace kernelhub::hub
