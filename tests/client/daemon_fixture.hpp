@@ -22,6 +22,7 @@ class DaemonFixture {
                 const std::vector<std::string>& extra_args);
   const std::filesystem::path& socket() const { return socket_; }
   const std::filesystem::path& cache() const { return cache_; }
+  int pid() const { return daemon_->pid(); }
 
  private:
   TempDir dir_;

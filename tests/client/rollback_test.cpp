@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tests/client/daemon_fixture.hpp"
+#include "tests/client/movable_hub.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub::testing;
@@ -17,67 +17,10 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kRepo = "kernels-community/relu";
+const std::string kRepo = kMovableRepo;
 const fs::path kReluSource = fs::path(KH_FIXTURE_HUB).parent_path() / "src" / "relu-v1";
 const fs::path kFolder = "kernels--kernels-community--relu";
-
-// A writable copy of the fixture store, served on loopback.
-struct MovableHub {
-  TempDir dir;
-  fs::path store = dir.path() / "store";
-  std::unique_ptr<FixtureHub> hub;
-
-  MovableHub() {
-    fs::copy(KH_FIXTURE_HUB, store, fs::copy_options::recursive);
-    hub = std::make_unique<FixtureHub>(store);
-  }
-
-  std::string publish(const std::vector<std::string>& args) const {
-    std::vector<std::string> full{"publish", "--root", store.string(), "--repo", kRepo};
-    full.insert(full.end(), args.begin(), args.end());
-    const auto result = run_kernelhub(full);
-    INFO(result.err);
-    REQUIRE(result.exit_code == 0);
-    std::string commit = result.out;
-    while (!commit.empty() && commit.back() == '\n') commit.pop_back();
-    REQUIRE(commit.size() == 40);
-    return commit;
-  }
-  std::string point_v1(const std::string& commit) const {
-    return publish({"--branch", "v1", "--point-to", commit});
-  }
-  std::string head(const std::string& branch) const {
-    std::string commit = slurp(store / "kernels-community" / "relu" / "refs" / "heads" / branch);
-    while (!commit.empty() && (commit.back() == '\n' || commit.back() == ' ')) commit.pop_back();
-    return commit;
-  }
-};
-
-// The CLI against the hub, on `cache` in-process, or through the daemon at `socket`.
-struct Cli {
-  const MovableHub& hub;
-  fs::path cache;
-  std::optional<fs::path> socket;
-
-  CommandResult run(const std::vector<std::string>& args) const {
-    EnvOverrides env{{"HF_ENDPOINT", hub.hub->endpoint()},
-                     {"HF_HUB_CACHE", cache.string()},
-                     {"KERNELS_CACHE", ""},
-                     {"KERNELHUB_SOCKET", socket ? socket->string() : "/nonexistent.sock"},
-                     {"KERNELHUB_REQUIRE_DAEMON", socket ? "1" : ""}};
-    return run_kernelhub(args, env);
-  }
-  json download(const std::vector<std::string>& extra = {"--version", "1"}) const {
-    std::vector<std::string> args{"download", kRepo, "--json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const auto result = run(args);
-    INFO(result.err);
-    REQUIRE(result.exit_code == 0);
-    auto out = json::parse(result.out);
-    out["stderr"] = result.err;
-    return out;
-  }
-};
+using Cli = MovableHubCli;
 
 json accepted_state(const fs::path& cache) {
   return json::parse(std::ifstream(cache / kFolder / ".kernelhub" / "v1.json"));
@@ -107,8 +50,10 @@ TEST_CASE("a version branch only moves forward: back and sideways moves are refu
   };
   if (through_daemon) start_daemon();
   const auto cli = [&] {
-    return Cli{hub, through_daemon ? dir.path() / "user-cache" : cache,
-               through_daemon ? std::optional(daemon->socket()) : std::nullopt};
+    return Cli{hub,
+               through_daemon ? dir.path() / "user-cache" : cache,
+               through_daemon ? std::optional(daemon->socket()) : std::nullopt,
+               {}};
   };
 
   const std::string a = cli().download()["commit"];
@@ -156,7 +101,7 @@ TEST_CASE("a version branch only moves forward: back and sideways moves are refu
 TEST_CASE("an admin policy may allow version rollbacks", "[cli][rollback]") {
   MovableHub hub;
   TempDir dir;
-  const Cli cli{hub, dir.path() / "cache", std::nullopt};
+  const Cli cli{hub, dir.path() / "cache", std::nullopt, {}};
   const std::string a = cli.download()["commit"];
   const std::string unrelated = hub.head("v2");
   hub.point_v1(unrelated);
@@ -172,7 +117,7 @@ TEST_CASE("an admin policy may allow version rollbacks", "[cli][rollback]") {
 TEST_CASE("a commit that fails verification never becomes the accepted one", "[cli][rollback]") {
   MovableHub hub;
   TempDir dir;
-  const Cli cli{hub, dir.path() / "cache", std::nullopt};
+  const Cli cli{hub, dir.path() / "cache", std::nullopt, {}};
   const std::string a = cli.download()["commit"];
 
   // A forward commit whose shared object no longer matches metadata.json's digest.
