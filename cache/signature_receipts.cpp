@@ -28,6 +28,11 @@ bool owned_and_private(const struct stat& st) {
 
 }  // namespace
 
+fs::path KernelCache::signature_receipt_path(const trust::RepoId& repo, std::string_view commit,
+                                             std::string_view variant) const {
+  return receipt_dir(*this, repo, commit) / (std::string(variant) + ".json");
+}
+
 std::optional<std::string> KernelCache::read_signature_receipt(const trust::RepoId& repo,
                                                                std::string_view commit,
                                                                std::string_view variant) const {
@@ -38,7 +43,7 @@ std::optional<std::string> KernelCache::read_signature_receipt(const trust::Repo
       return std::nullopt;
     }
   }
-  const fs::path path = dir / (std::string(variant) + ".json");
+  const fs::path path = signature_receipt_path(repo, commit, variant);
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !owned_and_private(st) ||
@@ -69,7 +74,7 @@ Result<void> KernelCache::write_signature_receipt(const trust::RepoId& repo,
       ::chmod(folder.c_str(), st.st_mode & ~(S_IWGRP | S_IWOTH) & 07777);
     }
   }
-  KH_TRY(write_file_atomic(dir / (std::string(variant) + ".json"), content, 0644));
+  KH_TRY(write_file_atomic(signature_receipt_path(repo, commit, variant), content, 0644));
   return dirty.sync();
 }
 

@@ -11,6 +11,7 @@
 #include "cache/maintenance.hpp"
 #include "hub/http.hpp"
 #include "hub/hub_config.hpp"
+#include "hub/receipt_check.hpp"
 
 namespace kernelhub::client {
 
@@ -99,11 +100,18 @@ Result<nlohmann::json> EmbeddedBackend::ls() const {
 Result<nlohmann::json> EmbeddedBackend::verify(const std::optional<trust::RepoId>& repo) const {
   auto report = cache::verify_cache(cache_, repo);
   if (!report) return fail(report.error());
+  auto policy = load_policy();
+  if (!policy) return fail(policy.error());
+  auto receipts = hub::recheck_receipts(cache_, repo, policy->signatures);
+  if (!receipts) return fail(receipts.error());
   auto corrupt = nlohmann::json::array();
   for (const auto& blob : report->corrupt) {
     corrupt.push_back({{"repo", blob.repo}, {"blob", blob.blob}, {"reason", blob.reason}});
   }
-  return nlohmann::json{{"checked", report->checked}, {"corrupt", std::move(corrupt)}};
+  return nlohmann::json{{"checked", report->checked},
+                        {"corrupt", std::move(corrupt)},
+                        {"receipts_checked", receipts->checked},
+                        {"receipts_changed", receipts->changed}};
 }
 
 Result<nlohmann::json> EmbeddedBackend::import_bundle(int fd) const {

@@ -99,8 +99,9 @@ class Session {
     }
     auto report = ctx_.service.verify(only);
     if (!report) return error(report.error(), request.id);
-    proto::VerifyReply out{request.id, report->checked, {}};
-    for (const auto& c : report->corrupt) out.corrupt.push_back({c.repo, c.blob, c.reason});
+    proto::VerifyReply out{
+        request.id, report->blobs.checked, {}, report->receipts.checked, report->receipts.changed};
+    for (const auto& c : report->blobs.corrupt) out.corrupt.push_back({c.repo, c.blob, c.reason});
     if (!out.corrupt.empty()) spdlog::warn("verify removed {} corrupt blob(s)", out.corrupt.size());
     return reply(proto::to_json(out));
   }

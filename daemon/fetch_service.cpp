@@ -397,11 +397,16 @@ Result<HandOut> FetchService::hand_out(const Manifest& manifest, const proto::Fe
   return out;
 }
 
-Result<cache::VerifyReport> FetchService::verify(const std::optional<trust::RepoId>& repo) {
+Result<FetchService::VerifyOutcome> FetchService::verify(const std::optional<trust::RepoId>& repo) {
   std::unique_lock lock(maintenance_);
-  auto report = cache::verify_cache(cache::KernelCache(root_), repo);
-  if (report && !report->corrupt.empty()) forget_all();
-  return report;
+  const cache::KernelCache cache(root_);
+  auto blobs = cache::verify_cache(cache, repo);
+  if (!blobs) return fail(blobs.error());
+  auto receipts = hub::recheck_receipts(cache, repo, policy()->signatures);
+  if (!receipts) return fail(receipts.error());
+  // Warm manifests carry the receipts they were handed out with.
+  if (!blobs->corrupt.empty() || !receipts->changed.empty()) forget_all();
+  return VerifyOutcome{std::move(*blobs), std::move(*receipts)};
 }
 
 Result<cache::GcReport> FetchService::gc() {

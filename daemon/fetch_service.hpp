@@ -23,6 +23,7 @@
 #include "cache/maintenance.hpp"
 #include "daemon/counters.hpp"
 #include "hub/fetcher.hpp"
+#include "hub/receipt_check.hpp"
 #include "proto/messages.hpp"
 #include "trust/environment.hpp"
 #include "trust/policy.hpp"
@@ -60,7 +61,12 @@ class FetchService {
   // `with_fds`: open the files for SCM_RIGHTS. `progress` may be empty.
   Result<HandOut> fetch(const proto::FetchRequest& request, bool with_fds,
                         const ProgressSink& progress);
-  Result<cache::VerifyReport> verify(const std::optional<trust::RepoId>& repo);
+  struct VerifyOutcome {
+    cache::VerifyReport blobs;
+    hub::ReceiptReport receipts;
+  };
+  // Re-hashes the blobs, then verifies every signature receipt again ([signatures]).
+  Result<VerifyOutcome> verify(const std::optional<trust::RepoId>& repo);
   Result<cache::GcReport> gc();
   // Verifies a bundle read from `fd` (a regular file the client opened) and publishes it into
   // the shared cache, with the client's trust variables bounded by the admin policy.

@@ -110,8 +110,12 @@ json to_json(const VerifyReply& m) {
   json corrupt = json::array();
   for (const auto& c : m.corrupt)
     corrupt.push_back({{"repo", c.repo}, {"blob", c.blob}, {"reason", c.reason}});
-  return json{
-      {"type", "verified"}, {"id", m.id}, {"checked", m.checked}, {"corrupt", std::move(corrupt)}};
+  return json{{"type", "verified"},
+              {"id", m.id},
+              {"checked", m.checked},
+              {"corrupt", std::move(corrupt)},
+              {"receipts_checked", m.receipts_checked},
+              {"receipts_changed", m.receipts_changed}};
 }
 
 json to_json(const GcRequest& m) { return json{{"type", "gc"}, {"id", m.id}}; }

@@ -202,8 +202,12 @@ Result<Message> parse_verify_reply(const Fields& f) {
     KH_PROTO_GET(reason, c.string("reason"));
     m.corrupt.push_back(CorruptBlob{std::move(repo), std::move(blob), std::move(reason)});
   }
+  KH_PROTO_GET(receipts_checked, f.optional_uint("receipts_checked"));
+  KH_PROTO_GET(receipts_changed, f.optional_strings("receipts_changed"));
   m.id = id;
   m.checked = checked;
+  m.receipts_checked = receipts_checked.value_or(0);
+  m.receipts_changed = std::move(receipts_changed);
   return Message{std::move(m)};
 }
 

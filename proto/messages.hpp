@@ -162,6 +162,10 @@ struct VerifyReply {  // type `verified`
   RequestId id = 0;
   std::uint64_t checked = 0;
   std::vector<CorruptBlob> corrupt;
+  // Signature receipts verified again from the cache, and those that disagreed (rewritten);
+  // absent from daemons before signatures.
+  std::uint64_t receipts_checked = 0;
+  std::vector<std::string> receipts_changed;
   bool operator==(const VerifyReply&) const = default;
 };
 

@@ -1,4 +1,5 @@
-// `kernelhub verify [ORG/NAME]`: re-hashes cached blobs (the daemon's cache when one runs);
+// `kernelhub verify [ORG/NAME]`: re-hashes cached blobs (the daemon's cache when one runs) and
+// re-verifies the signature receipts;
 // corrupt blobs are removed so the next fetch downloads them again.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -41,16 +42,26 @@ int run_verify(const VerifyArgs& args) {
     std::cout << result->value("checked", 0) << " blobs checked, " << corrupt.size()
               << " corrupt\n";
   }
-  // Corruption is repaired by the next fetch, but scripts must still hear about it.
-  return corrupt.empty() ? 0 : exit_code_for(ErrorCode::hash_mismatch);
+  const auto changed = result->value("receipts_changed", nlohmann::json::array());
+  if (!args.json) {
+    for (const auto& line : changed) {
+      std::cout << "receipt corrected: " << line.get<std::string>() << "\n";
+    }
+    std::cout << result->value("receipts_checked", 0) << " signature receipts re-verified, "
+              << changed.size() << " corrected\n";
+  }
+  // Corruption is repaired by the next fetch (a receipt is rewritten at once), but scripts
+  // must still hear about it.
+  return corrupt.empty() && changed.empty() ? 0 : exit_code_for(ErrorCode::hash_mismatch);
 }
 
 void register_verify(CLI::App& app, Action& action) {
   auto args = std::make_shared<VerifyArgs>();
-  auto* cmd =
-      app.add_subcommand("verify", "Re-hash cached blobs; remove corrupt ones (exit 7 if any)");
+  auto* cmd = app.add_subcommand("verify",
+                                 "Re-hash cached blobs, remove corrupt ones; re-verify signature "
+                                 "receipts, correct wrong ones (exit 7 if any)");
   cmd->add_option("repo", args->repo, "Only this kernel repository ORG/NAME");
-  add_client_options(*cmd, args->client, /*with_policy=*/false);
+  add_client_options(*cmd, args->client, /*with_policy=*/true);
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &action] { action = [args] { return run_verify(*args); }; });
 }

@@ -296,3 +296,64 @@ TEST_CASE("a receipt that others could have written is not trusted", "[signature
   REQUIRE(::stat(receipt.c_str(), &st) == 0);
   CHECK((st.st_mode & 0022) == 0);
 }
+
+TEST_CASE("verify-signature prints one line per variant and exits 1 when one fails",
+          "[signatures]") {
+  const Signer signer;
+  MovableHub hub;
+  const Setup setup(hub, signer.policy("off"), /*through_daemon=*/false);
+  const auto verify = [&](const std::string& version) {
+    return setup.cli().run({"verify-signature", kMovableRepo, "--version", version,
+                            "--all-variants", "--policy", setup.policy.string()});
+  };
+  // Judged as enforce would judge it, whatever the mode: `off` here.
+  hub.publish({"--branch", "v1", signer.signed_tree("good").string()});
+  const auto good = verify("1");
+  INFO(good.err);
+  CHECK(good.exit_code == 0);
+  CHECK(good.out.rfind("\u2705 kernels-community/relu build/" + only_variant(kReluSource) +
+                           ": signed by https://github.com/huggingface/kernels-community/"
+                           ".github/workflows/build.yaml@refs/heads/main "
+                           "(https://token.actions.githubusercontent.com) at ",
+                       0) == 0);
+  CHECK(std::count(good.out.begin(), good.out.end(), '\n') == 1);
+  const auto bad = verify("2");  // the fixture's v2: unsigned
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.out.rfind("\u274c kernels-community/relu build/", 0) == 0);
+  CHECK_THAT(bad.out, Catch::Contains("no metadata.json.sigstore"));
+}
+
+TEST_CASE("kernelhub verify re-verifies receipts and corrects a forged one", "[signatures]") {
+  const Signer signer;
+  MovableHub hub;
+  const std::string commit = hub.publish({"--branch", "v1", kReluSource.string()});
+  const Setup setup(hub, signer.policy("warn"), /*through_daemon=*/false);
+  REQUIRE(setup.download().exit_code == 0);
+  const auto verify = [&] {
+    return setup.cli().run({"verify", "--policy", setup.policy.string()});
+  };
+  const auto clean = verify();
+  INFO(clean.out << clean.err);
+  CHECK(clean.exit_code == 0);
+  CHECK_THAT(clean.out, Catch::Contains("1 signature receipts re-verified, 0 corrected"));
+
+  // The fault: a receipt rewritten in place by the cache's owner, claiming a signature.
+  const fs::path receipt = setup.cache() / kFolder / ".kernelhub" / "signatures" / commit /
+                           (only_variant(kReluSource) + ".json");
+  auto forged = json::parse(slurp(receipt));
+  forged["status"] = "verified";
+  forged["failure"] = "";
+  forged["sans"] = json::array({"https://example.invalid/forger"});
+  std::ofstream(receipt, std::ios::trunc) << forged.dump();
+  REQUIRE(json::parse(slurp(receipt))["status"] == "verified");
+
+  const auto corrected = verify();
+  INFO(corrected.out << corrected.err);
+  CHECK(corrected.exit_code == 7);
+  CHECK_THAT(corrected.out,
+             Catch::Contains("receipt corrected: kernels-community/relu@" + commit + " build/" +
+                             only_variant(kReluSource) +
+                             ": verified (https://example.invalid/forger) -> unsigned"));
+  CHECK(json::parse(slurp(receipt))["status"] == "missing");
+  CHECK(verify().exit_code == 0);
+}

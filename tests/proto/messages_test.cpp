@@ -102,7 +102,13 @@ std::vector<GoldenCase> golden_cases() {
       {"ls_reply", Sender::daemon, ls},
       {"verify_request", Sender::client, VerifyRequest{4, "kernels-community/relu"}},
       {"verified", Sender::daemon,
-       VerifyReply{4, 12, {{"kernels-community/relu", kSha, "sha256 mismatch"}}}},
+       VerifyReply{4,
+                   12,
+                   {{"kernels-community/relu", kSha, "sha256 mismatch"}},
+                   3,
+                   {"kernels-community/relu@" + kCommit + " build/" + kVariant +
+                    ": verified (https://github.com/huggingface/kernels-community/.github/"
+                    "workflows/build.yaml@refs/heads/main) -> unsigned"}}},
       {"gc_request", Sender::client, GcRequest{5}},
       {"gc_reply", Sender::daemon, GcReply{5, 1, 3, 2048}},
       {"import", Sender::client,

@@ -89,11 +89,24 @@ TEST_CASE("missing required members are invalid_request", "[proto][strict]") {
       {"status_reply", Sender::daemon}, {"ls_reply", Sender::daemon},
       {"verified", Sender::daemon},     {"gc_reply", Sender::daemon},
       {"error", Sender::daemon}};
-  const std::set<std::string> optional_members = {
-      "type",           "client",        "daemon",  "variant",
-      "all_variants",   "torch_version", "backend", "env",
-      "revision",       "cxx11_abi",     "arch",    "os",
-      "cache_fallback", "refused_move",  "locked",  "signature_warnings"};
+  const std::set<std::string> optional_members = {"type",
+                                                  "client",
+                                                  "daemon",
+                                                  "variant",
+                                                  "all_variants",
+                                                  "torch_version",
+                                                  "backend",
+                                                  "env",
+                                                  "revision",
+                                                  "cxx11_abi",
+                                                  "arch",
+                                                  "os",
+                                                  "cache_fallback",
+                                                  "refused_move",
+                                                  "locked",
+                                                  "signature_warnings",
+                                                  "receipts_checked",
+                                                  "receipts_changed"};
   int checked = 0;
   for (const auto& [name, sender] : goldens) {
     const auto golden = load_golden(name);

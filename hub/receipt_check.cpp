@@ -1,0 +1,96 @@
+#include "hub/receipt_check.hpp"
+
+#include <system_error>
+
+#include "hub/signature_gate.hpp"
+#include "trust/metadata.hpp"
+#include "trust/read_file.hpp"
+#include "trust/sigstore/bundle.hpp"
+
+namespace kernelhub::hub {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string summary(const std::optional<SignatureReceipt>& receipt) {
+  if (!receipt) return "untrusted or unreadable receipt";
+  switch (receipt->status) {
+    case SignatureReceipt::Status::verified:
+      return "verified (" + (receipt->identity.sans.empty() ? "?" : receipt->identity.sans[0]) +
+             ")";
+    case SignatureReceipt::Status::missing:
+      return "unsigned";
+    case SignatureReceipt::Status::invalid:
+      return "invalid (" + receipt->failure + ")";
+  }
+  return "?";
+}
+
+// The receipt the cached files give now.
+SignatureReceipt verify_cached(const cache::KernelCache& cache, const SignatureVerifier& verifier,
+                               const trust::RepoId& repo, const std::string& commit,
+                               const std::string& variant) {
+  const fs::path dir = cache.snapshot_dir(repo, commit) / "build" / variant;
+  std::error_code ec;
+  const std::string etag = fs::is_symlink(dir / "metadata.json", ec)
+                               ? fs::read_symlink(dir / "metadata.json", ec).filename().string()
+                               : std::string();
+  const auto text = trust::read_file_prefix(dir / "metadata.json", trust::kMaxMetadataBytes);
+  std::optional<std::string> bundle;
+  if (text) {
+    bundle = trust::read_file_prefix(dir / std::string(kSignatureBundleFile),
+                                     trust::sigstore::kMaxBundleBytes);
+  }
+  return verifier.verify(variant, etag, text.value_or(""), bundle);
+}
+
+bool same_verdict(const SignatureReceipt& a, const SignatureReceipt& b) {
+  return a.status == b.status && a.failure == b.failure && a.metadata_etag == b.metadata_etag &&
+         a.identity.sans == b.identity.sans && a.identity.issuer_v1 == b.identity.issuer_v1 &&
+         a.identity.source_repository == b.identity.source_repository &&
+         a.identity.build_signer_uri == b.identity.build_signer_uri &&
+         a.stated_version == b.stated_version && a.stated_backend == b.stated_backend &&
+         a.root_id == b.root_id;
+}
+
+}  // namespace
+
+Result<ReceiptReport> recheck_receipts(const cache::KernelCache& cache,
+                                       const std::optional<trust::RepoId>& only,
+                                       const trust::SignatureSettings& settings) {
+  ReceiptReport report;
+  auto repos = cache.list();
+  if (!repos) return fail(repos.error());
+  std::optional<SignatureVerifier> verifier;
+  for (const auto& repo : *repos) {
+    if (only && repo.repo != *only) continue;
+    for (const auto& revision : repo.revisions) {
+      for (const auto& variant : revision.variants) {
+        std::error_code ec;
+        if (!fs::exists(cache.signature_receipt_path(repo.repo, revision.commit, variant), ec)) {
+          continue;
+        }
+        if (!verifier) {
+          auto loaded = SignatureVerifier::load(settings);
+          if (!loaded) return fail(loaded.error());
+          verifier = std::move(*loaded);
+        }
+        ++report.checked;
+        std::optional<SignatureReceipt> stored;
+        if (auto text = cache.read_signature_receipt(repo.repo, revision.commit, variant)) {
+          stored = receipt_from_json(*text);
+        }
+        const SignatureReceipt now =
+            verify_cached(cache, *verifier, repo.repo, revision.commit, variant);
+        if (stored && same_verdict(*stored, now)) continue;
+        report.changed.push_back(repo.repo.str() + "@" + revision.commit + " build/" + variant +
+                                 ": " + summary(stored) + " -> " + summary(now));
+        KH_TRY(cache.write_signature_receipt(repo.repo, revision.commit, variant,
+                                             receipt_to_json(now)));
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace kernelhub::hub
