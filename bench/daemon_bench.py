@@ -72,7 +72,7 @@ def hub_reset(endpoint: str) -> None:
 
 
 class Daemon:
-    def __init__(self, kernelhubd: Path, work: Path, name: str, endpoint: str):
+    def __init__(self, kernelhubd: Path, work: Path, name: str, endpoint: str, extra_args=()):
         self.socket = work / f"{name}.sock"
         self.cache = work / f"{name}-cache"
         env = {k: v for k, v in os.environ.items()
@@ -80,7 +80,8 @@ class Daemon:
         env["HF_ENDPOINT"] = endpoint
         self.log = open(work / f"{name}.log", "wb")
         self.proc = subprocess.Popen([str(kernelhubd), "--socket", str(self.socket), "--cache-dir",
-                                      str(self.cache)], env=env, stdout=self.log, stderr=subprocess.STDOUT)
+                                      str(self.cache), *extra_args], env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
         wait_listening(self.socket, self.proc)
 
     def stop(self) -> None:

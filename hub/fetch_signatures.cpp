@@ -36,20 +36,23 @@ Result<void> Fetcher::check_cached_signature(const FetchRequest& request, const 
                                              const std::string& variant,
                                              const std::vector<FetchedFile>& files) {
   if (policy_.signatures.mode == trust::SignatureMode::off) return ok();
-  auto verifier = signature_verifier();
-  if (!verifier) return fail(verifier.error());
   const std::string prefix = "build/" + variant + "/";
   const auto metadata = std::find_if(files.begin(), files.end(), [&](const FetchedFile& f) {
     return f.path == prefix + "metadata.json";
   });
   const std::string etag = metadata == files.end() ? "" : metadata->etag;
+  // A trusted receipt of this metadata.json against this root: judged without decoding a key.
   if (const auto stored = cache_.read_signature_receipt(request.repo, commit, variant)) {
+    auto root_id = trusted_root_id(policy_.signatures);
+    if (!root_id) return fail(root_id.error());
     if (auto receipt = receipt_from_json(*stored); receipt && receipt->variant == variant &&
                                                    receipt->metadata_etag == etag &&
-                                                   receipt->root_id == (*verifier)->root_id()) {
+                                                   receipt->root_id == *root_id) {
       return admit_signature(request, std::move(*receipt));
     }
   }
+  auto verifier = signature_verifier();
+  if (!verifier) return fail(verifier.error());
   const auto snapshot = cache_.snapshot_dir(request.repo, commit);
   std::optional<std::string> text;
   std::optional<std::string> bundle;

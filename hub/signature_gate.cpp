@@ -1,6 +1,8 @@
 #include "hub/signature_gate.hpp"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
@@ -122,24 +124,48 @@ std::optional<SignatureReceipt> receipt_from_json(std::string_view text) {
   }
 }
 
-Result<SignatureVerifier> SignatureVerifier::load(const trust::SignatureSettings& settings) {
+namespace {
+
+Result<std::string> trusted_root_text(const trust::SignatureSettings& settings) {
   std::string text(sigstore::pinned_trusted_root_json(settings.trusted_root));
-  if (text.empty()) {
-    auto file = trust::read_file_prefix(settings.trusted_root, 1u << 20);
-    if (!file) {
-      return fail(ErrorCode::policy,
-                  "[signatures] trusted_root: cannot read " + settings.trusted_root);
-    }
-    text = std::move(*file);
-  }
-  auto root = sigstore::parse_trusted_root(text);
-  if (!root) {
+  if (!text.empty()) return text;
+  auto file = trust::read_file_prefix(settings.trusted_root, 1u << 20);
+  if (!file) {
     return fail(ErrorCode::policy,
-                "[signatures] trusted_root " + settings.trusted_root + ": " + root.error().message);
+                "[signatures] trusted_root: cannot read " + settings.trusted_root);
   }
+  return std::move(*file);
+}
+
+}  // namespace
+
+Result<std::string> trusted_root_id(const trust::SignatureSettings& settings) {
+  auto text = trusted_root_text(settings);
+  if (!text) return fail(text.error());
+  return trust::sha256_hex(*text);
+}
+
+Result<SignatureVerifier> SignatureVerifier::load(const trust::SignatureSettings& settings) {
+  auto text = trusted_root_text(settings);
+  if (!text) return fail(text.error());
+  // Parsing a root decodes every key and certificate in it (~0.5 ms for production's); a
+  // process parses each distinct root once (kernelhubd builds a verifier per download).
+  static std::mutex parsed_mutex;
+  static std::map<std::string, std::shared_ptr<const sigstore::TrustedRoot>> parsed;
   SignatureVerifier verifier;
-  verifier.root_ = std::make_shared<const sigstore::TrustedRoot>(std::move(*root));
-  verifier.root_id_ = trust::sha256_hex(text);
+  verifier.root_id_ = trust::sha256_hex(*text);
+  std::lock_guard lock(parsed_mutex);
+  auto& cached = parsed[verifier.root_id_];
+  if (!cached) {
+    auto root = sigstore::parse_trusted_root(*text);
+    if (!root) {
+      parsed.erase(verifier.root_id_);
+      return fail(ErrorCode::policy, "[signatures] trusted_root " + settings.trusted_root + ": " +
+                                         root.error().message);
+    }
+    cached = std::make_shared<const sigstore::TrustedRoot>(std::move(*root));
+  }
+  verifier.root_ = cached;
   return verifier;
 }
 

@@ -42,6 +42,11 @@ struct SignatureReceipt {
 std::string receipt_to_json(const SignatureReceipt& receipt);
 std::optional<SignatureReceipt> receipt_from_json(std::string_view text);
 
+// The id receipts record for the trusted root `settings` names: the SHA-256 of its JSON.
+// Cheap (no key or certificate is decoded): a receipt is matched against it before anything
+// is parsed. ErrorCode::policy when the root cannot be read.
+Result<std::string> trusted_root_id(const trust::SignatureSettings& settings);
+
 class SignatureVerifier {
  public:
   // The trusted root the settings name; ErrorCode::policy when it cannot be loaded.

@@ -40,8 +40,38 @@ std::vector<unsigned char> EvpHasher::final_bytes() {
 std::string EvpHasher::final_hex() { return to_hex(final_bytes()); }
 std::string EvpHasher::final_base64() { return to_base64(final_bytes()); }
 
-Sha256::Sha256() : EvpHasher(EVP_sha256()) {}
-Sha1::Sha1() : EvpHasher(EVP_sha1()) {}
+namespace {
+
+// Fetched once: OpenSSL 3 resolves an EVP_sha256()-style digest through its provider store
+// (under a lock) on every init, which shows in short hashes (Merkle nodes, small files).
+// Kept for the life of the process.
+const EVP_MD* fetched(const char* name) {
+  const EVP_MD* md = EVP_MD_fetch(nullptr, name, nullptr);
+  if (md == nullptr) throw std::bad_alloc();
+  return md;
+}
+
+}  // namespace
+
+const evp_md_st* sha256_md() {
+  static const EVP_MD* const md = fetched("SHA2-256");
+  return md;
+}
+const evp_md_st* sha384_md() {
+  static const EVP_MD* const md = fetched("SHA2-384");
+  return md;
+}
+const evp_md_st* fetched_sha1() {
+  static const EVP_MD* const md = fetched("SHA1");
+  return md;
+}
+const evp_md_st* sha512_md() {
+  static const EVP_MD* const md = fetched("SHA2-512");
+  return md;
+}
+
+Sha256::Sha256() : EvpHasher(sha256_md()) {}
+Sha1::Sha1() : EvpHasher(fetched_sha1()) {}
 
 GitBlobSha1::GitBlobSha1(std::uint64_t size) { reset(size); }
 

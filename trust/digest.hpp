@@ -45,6 +45,12 @@ class EvpHasher {
   std::unique_ptr<evp_md_ctx_st, Free> ctx_;
 };
 
+// The digests, fetched from OpenSSL's providers once per process (for EVP_Digest*Init_ex).
+const evp_md_st* sha256_md();
+const evp_md_st* sha384_md();
+const evp_md_st* sha512_md();
+const evp_md_st* fetched_sha1();
+
 class Sha256 : public EvpHasher {
  public:
   Sha256();

@@ -5,6 +5,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trust/result.hpp"
@@ -26,7 +27,8 @@ Result<std::vector<SharedX509>> verify_chain_at(X509* leaf,
 // The embedded precertificate SCT (RFC 6962 §3.2): exactly one, SHA-256, signed by a CT log
 // key of the trusted root over the leaf's TBS without the SCT list and the issuer's key
 // hash. `chain` is what verify_chain_at returned.
-Result<void> verify_embedded_sct(X509* leaf, std::span<const SharedX509> chain,
+Result<void> verify_embedded_sct(X509* leaf, std::string_view leaf_der,
+                                 std::span<const SharedX509> chain,
                                  std::span<const LogKey> ct_logs);
 
 // KeyUsage digitalSignature and ExtendedKeyUsage codeSigning, both present.

@@ -1,6 +1,7 @@
 // The logged body must be the bundle's own: a hashedrekord naming this artifact's digest,
 // this signature and this signing certificate. Without it, a valid entry for another
 // artifact could vouch for this one (CVE-2022-36056).
+#include <openssl/err.h>
 #include <openssl/pem.h>
 
 #include "trust/digest.hpp"
@@ -17,26 +18,34 @@ Unexpected body_error(std::string message) {
   return fail(ErrorCode::signature_invalid, "log body: " + std::move(message));
 }
 
-// A PEM certificate (as Rekor v1 stores the verifier) -> DER.
+// A PEM certificate (as Rekor v1 stores the verifier) -> its DER bytes, without parsing the
+// certificate (it is compared with the bundle's, which was).
 std::optional<std::string> pem_to_der(std::string_view pem) {
   const BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) return std::nullopt;
-  const X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-  if (!cert) return std::nullopt;
-  unsigned char* der = nullptr;
-  const int length = i2d_X509(cert.get(), &der);
-  if (length <= 0) return std::nullopt;
-  std::string out(reinterpret_cast<const char*>(der), static_cast<std::size_t>(length));
-  OPENSSL_free(der);
-  return out;
+  char* name = nullptr;
+  char* header = nullptr;
+  unsigned char* data = nullptr;
+  long length = 0;
+  if (PEM_read_bio(bio.get(), &name, &header, &data, &length) != 1) {
+    ERR_clear_error();
+    return std::nullopt;
+  }
+  std::optional<std::string> der;
+  if (std::string_view(name) == "CERTIFICATE") {
+    der.emplace(reinterpret_cast<const char*>(data), static_cast<std::size_t>(length));
+  }
+  OPENSSL_free(name);
+  OPENSSL_free(header);
+  OPENSSL_free(data);
+  return der;
 }
 
 // The Sigstore keyDetails name of the signing certificate's key.
-std::string key_details_of(std::string_view leaf_der) {
-  const auto* cursor = reinterpret_cast<const unsigned char*>(leaf_der.data());
-  const X509Ptr leaf(d2i_X509(nullptr, &cursor, static_cast<long>(leaf_der.size())));
-  if (!leaf) return {};
-  switch (key_algorithm_of(X509_get0_pubkey(leaf.get())).value_or(KeyAlgorithm::rsa_pkcs1_sha256)) {
+std::string key_details_of(X509* leaf) {
+  EVP_PKEY* key = X509_get0_pubkey(leaf);
+  switch (key == nullptr ? KeyAlgorithm::rsa_pkcs1_sha256
+                         : key_algorithm_of(key).value_or(KeyAlgorithm::rsa_pkcs1_sha256)) {
     case KeyAlgorithm::ecdsa_sha256:
       return "PKIX_ECDSA_P256_SHA_256";
     case KeyAlgorithm::ecdsa_sha384:
@@ -79,7 +88,7 @@ Result<void> check_v001(const nlohmann::json& spec, std::string_view artifact_sh
 }
 
 Result<void> check_v002(const nlohmann::json& spec, std::string_view artifact_sha256,
-                        std::string_view signature, std::string_view leaf_der) {
+                        std::string_view signature, std::string_view leaf_der, X509* leaf) {
   auto entry = object_member(spec, "hashedRekordV002", "spec");
   KH_TRY(entry);
   const std::string path = "spec.hashedRekordV002";
@@ -105,7 +114,7 @@ Result<void> check_v002(const nlohmann::json& spec, std::string_view artifact_sh
   KH_TRY(raw);
   auto details = string_member(**verifier, "keyDetails", path + ".signature.verifier");
   KH_TRY(details);
-  if (*raw != leaf_der || *details != key_details_of(leaf_der)) {
+  if (*raw != leaf_der || *details != key_details_of(leaf)) {
     return body_error("it logs another signing certificate");
   }
   return {};
@@ -114,7 +123,7 @@ Result<void> check_v002(const nlohmann::json& spec, std::string_view artifact_sh
 }  // namespace
 
 Result<void> check_log_body(const TlogEntry& entry, std::string_view artifact_sha256,
-                            std::string_view signature, std::string_view leaf_der) {
+                            std::string_view signature, std::string_view leaf_der, X509* leaf) {
   if (entry.kind != "hashedrekord") {
     return body_error("the entry is a " + entry.kind.substr(0, 50) + ", not a hashedrekord");
   }
@@ -130,7 +139,7 @@ Result<void> check_log_body(const TlogEntry& entry, std::string_view artifact_sh
   if (!spec) return body_error(spec.error().message);
   auto checked = entry.version == "0.0.1"
                      ? check_v001(**spec, artifact_sha256, signature, leaf_der)
-                     : check_v002(**spec, artifact_sha256, signature, leaf_der);
+                     : check_v002(**spec, artifact_sha256, signature, leaf_der, leaf);
   if (!checked && !checked.error().message.starts_with("log body: ")) {
     return body_error(checked.error().message);
   }

@@ -40,11 +40,11 @@ const EVP_MD* digest_of(KeyAlgorithm algorithm) {
   switch (algorithm) {
     case KeyAlgorithm::ecdsa_sha256:
     case KeyAlgorithm::rsa_pkcs1_sha256:
-      return EVP_sha256();
+      return sha256_md();
     case KeyAlgorithm::ecdsa_sha384:
-      return EVP_sha384();
+      return sha384_md();
     case KeyAlgorithm::ecdsa_sha512:
-      return EVP_sha512();
+      return sha512_md();
     case KeyAlgorithm::ed25519:
       return nullptr;  // Ed25519 signs the message itself
   }
@@ -79,17 +79,6 @@ bool verify_signature(EVP_PKEY* key, KeyAlgorithm algorithm, std::string_view da
       ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
       reinterpret_cast<const unsigned char*>(data.data()), data.size());
   return ok == 1;
-}
-
-std::string spki_sha256(EVP_PKEY* key) {
-  unsigned char* der = nullptr;
-  const int length = i2d_PUBKEY(key, &der);
-  if (length <= 0) return {};
-  Sha256 hasher;
-  hasher.update(der, static_cast<std::size_t>(length));
-  OPENSSL_free(der);
-  const std::vector<unsigned char> digest = hasher.final_bytes();
-  return {reinterpret_cast<const char*>(digest.data()), digest.size()};
 }
 
 const LogKey* find_log_key(std::span<const LogKey> keys, std::string_view key_id) {

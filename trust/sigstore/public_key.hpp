@@ -32,10 +32,6 @@ std::optional<KeyAlgorithm> key_algorithm_of(EVP_PKEY* key);
 bool verify_signature(EVP_PKEY* key, KeyAlgorithm algorithm, std::string_view data,
                       std::string_view signature);
 
-// SHA-256 of the key's DER SubjectPublicKeyInfo: the log id of Rekor v1 and CT logs, and the
-// issuer key hash of an SCT.
-std::string spki_sha256(EVP_PKEY* key);
-
 struct LogKey {
   std::string key_id;  // raw bytes of `logId.keyId`
   std::string base_url;

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <string>
 
+#include "trust/digest.hpp"
 #include "trust/sigstore/certificate.hpp"
+#include "trust/sigstore/der.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {
@@ -24,20 +26,20 @@ void put_be(std::string& out, std::uint64_t value, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
 }
 
-// The precertificate's TBS as the CT log saw it: the leaf's TBS without the SCT list
-// extension.
-Result<std::string> precert_tbs(X509* leaf) {
-  const X509Ptr copy(X509_dup(leaf));
-  if (!copy) return sct_error("cannot copy the certificate");
-  const int index = X509_get_ext_by_NID(copy.get(), NID_ct_precert_scts, -1);
-  if (index < 0) return sct_error("the certificate has no SCT list");
-  X509_EXTENSION_free(X509_delete_ext(copy.get(), index));
+// 1.3.6.1.4.1.11129.2.4.2, the embedded SCT list extension (RFC 6962 §3.3), as DER.
+constexpr std::string_view kSctListOid = "\x06\x0a\x2b\x06\x01\x04\x01\xd6\x79\x02\x04\x02";
+
+// The issuer key hash of RFC 6962: SHA-256 of the issuer's SubjectPublicKeyInfo as the
+// certificate encodes it (no key decoding or re-encoding through the providers).
+std::string issuer_key_hash(X509* issuer) {
   unsigned char* der = nullptr;
-  const int length = i2d_re_X509_tbs(copy.get(), &der);
-  if (length <= 0) return sct_error("cannot encode the certificate's TBS");
-  std::string tbs(reinterpret_cast<const char*>(der), static_cast<std::size_t>(length));
+  const int length = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(issuer), &der);
+  if (length <= 0) return {};
+  Sha256 hasher;
+  hasher.update(der, static_cast<std::size_t>(length));
   OPENSSL_free(der);
-  return tbs;
+  const std::vector<unsigned char> digest = hasher.final_bytes();
+  return {reinterpret_cast<const char*>(digest.data()), digest.size()};
 }
 
 bool is_precert_signer(X509* cert) {
@@ -65,7 +67,8 @@ Result<X509*> sct_issuer(std::span<const SharedX509> chain) {
 
 }  // namespace
 
-Result<void> verify_embedded_sct(X509* leaf, std::span<const SharedX509> chain,
+Result<void> verify_embedded_sct(X509* leaf, std::string_view leaf_der,
+                                 std::span<const SharedX509> chain,
                                  std::span<const LogKey> ct_logs) {
   const SctListPtr list(
       static_cast<STACK_OF(SCT)*>(X509_get_ext_d2i(leaf, NID_ct_precert_scts, nullptr, nullptr)));
@@ -87,10 +90,10 @@ Result<void> verify_embedded_sct(X509* leaf, std::span<const SharedX509> chain,
 
   auto issuer = sct_issuer(chain);
   KH_TRY(issuer);
-  EVP_PKEY* issuer_key = X509_get0_pubkey(*issuer);
-  if (issuer_key == nullptr) return sct_error("the issuer's key is unreadable");
-  auto tbs = precert_tbs(leaf);
-  KH_TRY(tbs);
+  const std::string key_hash = issuer_key_hash(*issuer);
+  if (key_hash.empty()) return sct_error("the issuer's key is unreadable");
+  const auto tbs = tbs_without_extension(leaf_der, kSctListOid);
+  if (!tbs) return sct_error("cannot take the SCT list out of the certificate");
   if (tbs->size() >= (1u << 24)) return sct_error("the certificate is too large");
 
   unsigned char* extensions = nullptr;
@@ -101,7 +104,7 @@ Result<void> verify_embedded_sct(X509* leaf, std::span<const SharedX509> chain,
   signed_data.push_back(0);  // signature_type certificate_timestamp
   put_be(signed_data, SCT_get_timestamp(sct), 8);
   put_be(signed_data, 1, 2);  // entry_type precert_entry
-  signed_data += spki_sha256(issuer_key);
+  signed_data += key_hash;
   put_be(signed_data, tbs->size(), 3);
   signed_data += *tbs;
   put_be(signed_data, extensions_length, 2);

@@ -26,8 +26,8 @@ Result<void> verify_checkpoint(const TlogEntry& entry, std::span<const LogKey> l
 Result<void> verify_inclusion_promise(const TlogEntry& entry, std::span<const LogKey> logs);
 
 // The logged hashedrekord (0.0.1 or 0.0.2) names this artifact digest, this signature and
-// this signing certificate.
+// this signing certificate (`leaf`, parsed from `leaf_der`).
 Result<void> check_log_body(const TlogEntry& entry, std::string_view artifact_sha256,
-                            std::string_view signature, std::string_view leaf_der);
+                            std::string_view signature, std::string_view leaf_der, X509* leaf);
 
 }  // namespace kernelhub::trust::sigstore

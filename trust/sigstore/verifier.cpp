@@ -84,7 +84,7 @@ Result<VerifiedSignature> verify_artifact(std::string_view artifact, const Bundl
     KH_TRY(verified);
     chain = std::move(*verified);
   }
-  KH_TRY(verify_embedded_sct(leaf, chain, root.ctlogs));
+  KH_TRY(verify_embedded_sct(leaf, bundle.leaf_der, chain, root.ctlogs));
   KH_TRY(check_leaf_usage(leaf));
   auto identity = read_fulcio_identity(leaf);
   KH_TRY(identity);
@@ -117,7 +117,7 @@ Result<VerifiedSignature> verify_artifact(std::string_view artifact, const Bundl
   if (!algorithm || !verify_signature(key, *algorithm, artifact, bundle.signature)) {
     return check_failed("artifact signature", "the signature does not verify over the artifact");
   }
-  KH_TRY(check_log_body(bundle.entry, digest, bundle.signature, bundle.leaf_der));
+  KH_TRY(check_log_body(bundle.entry, digest, bundle.signature, bundle.leaf_der, leaf));
   return VerifiedSignature{std::move(*identity), std::move(*times), bundle.leaf_der};
 }
 
