@@ -38,6 +38,8 @@ bool is_refusal(ErrorCode code) {
     case ErrorCode::unsafe_path:
     case ErrorCode::permission_denied:
     case ErrorCode::not_locked:
+    case ErrorCode::signature_missing:
+    case ErrorCode::signature_invalid:
       return true;
     default:
       return false;
@@ -70,6 +72,11 @@ std::string hub_fix(const HubKernelSpec& spec, ErrorCode code) {
     case ErrorCode::timeout:
       return "Prefetch it while online: `kernelhub download " + repo + " --version " +
              std::to_string(spec.version) + "`.";
+    case ErrorCode::signature_missing:
+    case ErrorCode::signature_invalid:
+      return "The admin policy's [signatures] refuses this build of " + repo +
+             "; use a signed release (kernelhub verify-signature " + repo + " --version " +
+             std::to_string(spec.version) + " shows each variant's verdict) or a native backend.";
     case ErrorCode::no_matching_variant:
     case ErrorCode::incompatible_kernel:
       return "No build of " + repo +

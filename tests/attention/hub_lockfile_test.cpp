@@ -132,3 +132,27 @@ TEST_CASE("a legacy lock whose variant hash differs is refused before anything l
   { ka::BackendGuard guard("flash_hub"); }
   flash_hub_matches_sdpa();
 }
+
+TEST_CASE("libkernelhub verifies signatures in embedded mode with the same code",
+          "[hub][signatures]") {
+  TempDir dir;
+  const fs::path policy = dir.path() / "policy.toml";
+  std::ofstream(policy) << "[signatures]\nmode = \"enforce\"\n";
+  HubEnvironment hub({.with_daemon = false, .env = {{"KERNELHUB_POLICY", policy.string()}}});
+  // The fixture kernels are unsigned: refused before anything is published or loaded.
+  try {
+    ka::BackendGuard guard("flash_hub");
+    FAIL("flash_hub was activated from an unsigned build under enforce");
+  } catch (const ka::KernelRefused& e) {
+    CHECK_THAT(e.what(), Catch::Contains("no metadata.json.sigstore"));
+    CHECK_THAT(e.what(), Catch::Contains("[signatures] mode is enforce"));
+    CHECK_THAT(e.what(), Catch::Contains("kernelhub verify-signature"));
+  }
+  CHECK(ka::active_backend() == "native");
+  const fs::path snapshots = hub.cache() / kFlashFolder / "snapshots";
+  CHECK((!fs::exists(snapshots) || fs::is_empty(snapshots)));
+  // warn: served (the warning goes to stderr).
+  std::ofstream(policy, std::ios::trunc) << "[signatures]\nmode = \"warn\"\n";
+  { ka::BackendGuard guard("flash_hub"); }
+  flash_hub_matches_sdpa();
+}
