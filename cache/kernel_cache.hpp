@@ -107,6 +107,8 @@ class KernelCache {
   // signatures/<commit>/<variant>.json. nullopt when absent, or when it or a folder above
   // it (up to .kernelhub) is not owned by this process's user or is writable by others: a
   // receipt is trusted only from where no one else can have written it.
+  std::filesystem::path signature_receipts_dir(const trust::RepoId& repo,
+                                               std::string_view commit) const;
   std::filesystem::path signature_receipt_path(const trust::RepoId& repo, std::string_view commit,
                                                std::string_view variant) const;
   std::optional<std::string> read_signature_receipt(const trust::RepoId& repo,

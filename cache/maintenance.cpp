@@ -165,6 +165,9 @@ Result<GcReport> collect_garbage(const KernelCache& cache) {
       if (keep.contains(it->path().filename().string())) continue;
       std::error_code rec;
       fs::remove_all(it->path(), rec);  // removes symlinks themselves, never their targets
+      // The snapshot's signature receipts go with it (a later download verifies anew).
+      if (!rec)
+        fs::remove_all(cache.signature_receipts_dir(repo, it->path().filename().string()), rec);
       if (rec)
         return fail(ErrorCode::io, "cannot remove " + it->path().string() + ": " + rec.message());
       ++report.removed_snapshots;

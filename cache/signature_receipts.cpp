@@ -18,25 +18,26 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kMaxReceiptBytes = 64u << 10;
 
-fs::path receipt_dir(const KernelCache& cache, const trust::RepoId& repo, std::string_view commit) {
-  return cache.repo_dir(repo) / ".kernelhub" / "signatures" / std::string(commit);
-}
-
 bool owned_and_private(const struct stat& st) {
   return st.st_uid == ::geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
 }  // namespace
 
+fs::path KernelCache::signature_receipts_dir(const trust::RepoId& repo,
+                                             std::string_view commit) const {
+  return repo_dir(repo) / ".kernelhub" / "signatures" / std::string(commit);
+}
+
 fs::path KernelCache::signature_receipt_path(const trust::RepoId& repo, std::string_view commit,
                                              std::string_view variant) const {
-  return receipt_dir(*this, repo, commit) / (std::string(variant) + ".json");
+  return signature_receipts_dir(repo, commit) / (std::string(variant) + ".json");
 }
 
 std::optional<std::string> KernelCache::read_signature_receipt(const trust::RepoId& repo,
                                                                std::string_view commit,
                                                                std::string_view variant) const {
-  const fs::path dir = receipt_dir(*this, repo, commit);
+  const fs::path dir = signature_receipts_dir(repo, commit);
   for (const fs::path& folder : {dir.parent_path().parent_path(), dir.parent_path(), dir}) {
     struct stat st {};
     if (::lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || !owned_and_private(st)) {
@@ -63,7 +64,7 @@ std::optional<std::string> KernelCache::read_signature_receipt(const trust::Repo
 Result<void> KernelCache::write_signature_receipt(const trust::RepoId& repo,
                                                   std::string_view commit, std::string_view variant,
                                                   std::string_view content) const {
-  const fs::path dir = receipt_dir(*this, repo, commit);
+  const fs::path dir = signature_receipts_dir(repo, commit);
   DirtyDirs dirty;
   KH_TRY(dirty.create(dir));
   // Private to the owner whatever the umask: a readable-by-all receipt is fine, a writable

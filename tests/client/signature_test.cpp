@@ -357,3 +357,22 @@ TEST_CASE("kernelhub verify re-verifies receipts and corrects a forged one", "[s
   CHECK(json::parse(slurp(receipt))["status"] == "missing");
   CHECK(verify().exit_code == 0);
 }
+
+TEST_CASE("gc removes the receipts of the snapshots it removes", "[signatures]") {
+  const Signer signer;
+  MovableHub hub;
+  const Setup setup(hub, signer.policy("warn"), /*through_daemon=*/false);
+  const std::string first = hub.publish({"--branch", "v1", kReluSource.string()});
+  REQUIRE(setup.download().exit_code == 0);
+  const std::string second = hub.publish({"--branch", "v1", signer.signed_tree("next").string()});
+  REQUIRE(setup.download().exit_code == 0);
+  const fs::path receipts = setup.cache() / kFolder / ".kernelhub" / "signatures";
+  REQUIRE(fs::is_directory(receipts / first));
+  REQUIRE(fs::is_directory(receipts / second));
+  const auto gc = setup.cli().run({"gc"});
+  INFO(gc.out << gc.err);
+  REQUIRE(gc.exit_code == 0);
+  CHECK_FALSE(fs::exists(setup.cache() / kFolder / "snapshots" / first));
+  CHECK_FALSE(fs::exists(receipts / first));
+  CHECK(fs::is_directory(receipts / second));
+}
