@@ -7,6 +7,8 @@
 #   -> a C++ app built against the installed kernelhub package sets `flash_hub` on a tiny
 #      model: kernels-community/flash-attn2 comes through kernelhubd, is verified and
 #      dlopen'ed without Python, and the app prints its largest difference from `native`.
+#   -> signatures: `kernelhub verify-blob` checks a Sigstore bundle offline, and an unsigned
+#      kernel is refused under the admin policy's [signatures] enforce.
 #   -> `kernelhub lock` pins a project's kernels; `kernelhub bundle create` writes them to one
 #      .tar.zst; with the Hub and the daemon gone, `kernelhub bundle import` fills a second,
 #      air-gapped cache, and Python `kernels` loads the locked kernel from it offline.
@@ -119,6 +121,24 @@ echo "(kernels-community/flash-attn2 is in the daemon's cache: ${CACHE})"
 
 step "kernelhub status (the daemon's counters)"
 "${KERNELHUB}" status
+
+step "signatures: a throw-away Sigstore instance signs relu's metadata.json; kernelhub verifies it offline"
+SIGNER="${ROOT}/tests/trust/sigstore/test_signer.py"
+"${PYTHON}" "${SIGNER}" init "${WORK}/sigstore" >/dev/null
+METADATA="$(ls "${CACHE}"/kernels--kernels-community--${KERNEL}/snapshots/*/build/*/metadata.json | head -n 1)"
+"${PYTHON}" "${SIGNER}" sign "${WORK}/sigstore" "${METADATA}" "${WORK}/metadata.json.sigstore"
+KC_WORKFLOW="https://github.com/huggingface/kernels-community/.github/workflows/build.yaml@refs/heads/main"
+"${KERNELHUB}" verify-blob "${METADATA}" --bundle "${WORK}/metadata.json.sigstore" \
+  --trusted-root "${WORK}/sigstore/trusted_root.json" --certificate-identity "${KC_WORKFLOW}" \
+  --certificate-oidc-issuer https://token.actions.githubusercontent.com
+# The demo store's kernels are unsigned: under [signatures] enforce they are refused (exit 3).
+printf '[signatures]\nmode = "enforce"\n' >"${WORK}/enforce.toml"
+if KERNELHUB_REQUIRE_DAEMON= "${KERNELHUB}" download "kernels-community/${KERNEL}" --version 1 \
+  --cache-dir "${WORK}/enforce-cache" --policy "${WORK}/enforce.toml"; then
+  echo "demo: FAILED: an unsigned kernel passed [signatures] enforce" >&2
+  exit 1
+fi
+echo "(refused under enforce, as it should be; README \"Signed kernels\" says how to turn it on)"
 
 step "kernelhub lock: pin the project's kernels (pyproject.toml [tool.kernels.dependencies])"
 PROJECT="${DEMO}/project"
