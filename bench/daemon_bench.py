@@ -71,6 +71,19 @@ def hub_reset(endpoint: str) -> None:
                                                   method="POST")).read()
 
 
+def start_serve(bindir: Path, root: Path, work: Path, extra_args=()) -> tuple:
+    """`kernelhub serve` of `root` on a free loopback port: (process, endpoint URL)."""
+    port_file = work / "serve.port"
+    serve = subprocess.Popen([str(bindir / "kernelhub"), "serve", "--root", str(root), "--bind", "127.0.0.1:0",
+                              "--port-file", str(port_file), *extra_args],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        if port_file.exists() and port_file.read_text().strip():
+            break
+        time.sleep(0.05)
+    return serve, f"http://127.0.0.1:{port_file.read_text().strip()}"
+
+
 class Daemon:
     def __init__(self, kernelhubd: Path, work: Path, name: str, endpoint: str, extra_args=()):
         self.socket = work / f"{name}.sock"
@@ -147,16 +160,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="kh-daemon-bench-"))
     procs = []
     try:
-        port_file = work / "port"
-        serve = subprocess.Popen([str(bindir / "kernelhub"), "serve", "--root", str(args.build / "fixtures" / "hub"),
-                                  "--bind", "127.0.0.1:0", "--port-file", str(port_file), "--test-endpoints"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        serve, endpoint = start_serve(bindir, args.build / "fixtures" / "hub", work, ["--test-endpoints"])
         procs.append(serve)
-        for _ in range(300):
-            if port_file.exists() and port_file.read_text().strip():
-                break
-            time.sleep(0.05)
-        endpoint = f"http://127.0.0.1:{port_file.read_text().strip()}"
 
         daemon = Daemon(bindir / "kernelhubd", work, "warm", endpoint)
         procs.append(daemon.proc)

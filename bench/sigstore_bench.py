@@ -104,16 +104,8 @@ def main() -> int:
         shutil.copytree(args.build / "fixtures" / "hub", store)
         subprocess.run([str(bindir / "kernelhub"), "publish", "--root", str(store), "--repo", REPO,
                         "--branch", "v1", str(tree)], check=True, capture_output=True)
-        port_file = work / "port"
-        serve = subprocess.Popen([str(bindir / "kernelhub"), "serve", "--root", str(store), "--bind",
-                                  "127.0.0.1:0", "--port-file", str(port_file)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        serve, endpoint = daemon_bench.start_serve(bindir, store, work)
         procs.append(serve)
-        for _ in range(300):
-            if port_file.exists() and port_file.read_text().strip():
-                break
-            time.sleep(0.05)
-        endpoint = f"http://127.0.0.1:{port_file.read_text().strip()}"
         daemons = {}
         for mode in ("off", "enforce"):
             policy = work / f"policy-{mode}.toml"

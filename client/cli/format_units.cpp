@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdio>
+#include <ctime>
 
 namespace kernelhub::cli {
 
@@ -23,6 +24,15 @@ std::string format_bytes(std::uint64_t bytes) {
 std::string format_rate(double bytes_per_second) {
   if (bytes_per_second < 0) bytes_per_second = 0;
   return format_bytes(static_cast<std::uint64_t>(bytes_per_second)) + "/s";
+}
+
+std::string format_utc(std::int64_t unix_seconds) {
+  const auto t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
 }
 
 }  // namespace kernelhub::cli

@@ -12,4 +12,7 @@ std::string format_bytes(std::uint64_t bytes);
 // "12.3 MiB/s"; bytes per second.
 std::string format_rate(double bytes_per_second);
 
+// "2026-12-01T06:19:13Z": Unix seconds as RFC 3339 UTC.
+std::string format_utc(std::int64_t unix_seconds);
+
 }  // namespace kernelhub::cli

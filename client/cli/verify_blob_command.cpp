@@ -3,7 +3,6 @@
 // Offline: the trusted root is the pinned production one unless R names "staging" or a file.
 #include <CLI/CLI.hpp>
 
-#include <ctime>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,6 +11,7 @@
 
 #include "client/cli/commands.hpp"
 #include "client/cli/exit_codes.hpp"
+#include "client/cli/format_units.hpp"
 #include "trust/read_file.hpp"
 #include "trust/sigstore/bundle.hpp"
 #include "trust/sigstore/pinned_roots.hpp"
@@ -33,15 +33,6 @@ struct VerifyBlobArgs {
   std::optional<std::string> source_repository;
   std::vector<std::string> build_signer_uris;
 };
-
-std::string utc_time(trust::sigstore::UnixSeconds seconds) {
-  const auto t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 int run_verify_blob(const VerifyBlobArgs& args) {
   namespace sigstore = trust::sigstore;
@@ -72,7 +63,7 @@ int run_verify_blob(const VerifyBlobArgs& args) {
   }
   const auto& sans = verified->identity.sans;
   std::cout << "Verified OK: " << args.file << " signed by " << (sans.empty() ? "?" : sans[0])
-            << " at " << utc_time(verified->verified_times.front()) << "\n";
+            << " at " << format_utc(verified->verified_times.front()) << "\n";
   return 0;
 }
 

@@ -5,7 +5,6 @@
 // root. Exit 1 when any variant fails, like `kernels verify-signature`.
 #include <CLI/CLI.hpp>
 
-#include <ctime>
 #include <iostream>
 #include <memory>
 
@@ -13,6 +12,7 @@
 #include "client/cli/commands.hpp"
 #include "client/cli/exit_codes.hpp"
 #include "client/cli/fetch_args.hpp"
+#include "client/cli/format_units.hpp"
 #include "hub/fetcher.hpp"
 #include "hub/http.hpp"
 #include "hub/hub_config.hpp"
@@ -27,15 +27,6 @@ struct VerifySignatureArgs {
   std::string repo;
   FetchArgs fetch;
 };
-
-std::string utc(std::int64_t seconds) {
-  const auto t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 int run_verify_signature(const VerifySignatureArgs& args) {
   auto request = make_request(args.fetch, args.repo);
@@ -72,8 +63,8 @@ int run_verify_signature(const VerifySignatureArgs& args) {
     }
     const auto& sans = receipt.identity.sans;
     std::cout << "\u2705 " << where << ": signed by " << (sans.empty() ? "?" : sans[0]) << " ("
-              << receipt.identity.issuer_v1.value_or("?") << ") at " << utc(receipt.signed_at)
-              << "\n";
+              << receipt.identity.issuer_v1.value_or("?") << ") at "
+              << format_utc(receipt.signed_at) << "\n";
   }
   return all_hold ? 0 : 1;
 }

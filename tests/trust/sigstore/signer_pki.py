@@ -102,6 +102,34 @@ def _name(org: str, cn: str) -> x509.Name:
     )
 
 
+def _builder(subject: x509.Name, issuer_name: x509.Name, key, signer_key,
+             not_before: dt.datetime, not_after: dt.datetime, *, signs_certs: bool):
+    """What every certificate here starts with: names, key, serial, validity, key usage
+    (certificate signing for CAs, digital signature otherwise) and both key identifiers."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=not signs_certs, content_commitment=False,
+                key_encipherment=False, data_encipherment=False,
+                key_agreement=False, key_cert_sign=signs_certs, crl_sign=signs_certs,
+                encipher_only=False, decipher_only=False,
+            ),
+            True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer_key.public_key()), False
+        )
+    )
+
+
 def make_ca(
     org: str,
     cn: str,
@@ -120,30 +148,10 @@ def make_ca(
     """
     subject = _name(org, cn)
     signer_key = issuer_key if issuer is not None else key
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer.subject if issuer is not None else subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=path_length), True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False, content_commitment=False,
-                key_encipherment=False, data_encipherment=False,
-                key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False,
-            ),
-            True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer_key.public_key()),
-            False,
-        )
-    )
+    builder = _builder(
+        subject, issuer.subject if issuer is not None else subject, key, signer_key,
+        not_before, not_after, signs_certs=True,
+    ).add_extension(x509.BasicConstraints(ca=True, path_length=path_length), True)
     if issuer is not None:
         # Fulcio's intermediate is restricted to code signing; mirror it.
         builder = builder.add_extension(
@@ -159,29 +167,10 @@ def make_tsa_leaf(
     """A TSA signing certificate: RFC 3161 §2.3 requires the EKU to be critical and
     to contain only id-kp-timeStamping (OpenSSL's `ts -reply` refuses otherwise)."""
     return (
-        x509.CertificateBuilder()
-        .subject_name(_name(org, cn))
-        .issuer_name(issuer.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
+        _builder(_name(org, cn), issuer.subject, key, issuer_key, not_before, not_after,
+                 signs_certs=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False,
-                key_agreement=False, key_cert_sign=False, crl_sign=False,
-                encipher_only=False, decipher_only=False,
-            ),
-            True,
-        )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
-            False,
-        )
         .sign(issuer_key, hashes.SHA256())
     )
 
@@ -258,27 +247,10 @@ def issue_fulcio_leaf(
     """
     key = new_p256()
     builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([]))  # Fulcio leaves have an empty subject...
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_before + lifetime)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False,
-                key_agreement=False, key_cert_sign=False, crl_sign=False,
-                encipher_only=False, decipher_only=False,
-            ),
-            True,
-        )
+        # Fulcio leaves have an empty subject...
+        _builder(x509.Name([]), ca_cert.subject, key, ca_key, not_before, not_before + lifetime,
+                 signs_certs=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
         # ...so the SAN must be critical (RFC 5280 §4.2.1.6).
         .add_extension(
             x509.SubjectAlternativeName([x509.UniformResourceIdentifier(san_uri)]), True
