@@ -84,6 +84,15 @@ def start_serve(bindir: Path, root: Path, work: Path, extra_args=()) -> tuple:
     return serve, f"http://127.0.0.1:{port_file.read_text().strip()}"
 
 
+def stop_all(procs: list, work: Path) -> None:
+    """Terminates the benchmark's children that still run and removes its work folder."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=20)
+    shutil.rmtree(work, ignore_errors=True)
+
+
 class Daemon:
     def __init__(self, kernelhubd: Path, work: Path, name: str, endpoint: str, extra_args=()):
         self.socket = work / f"{name}.sock"
@@ -207,11 +216,7 @@ def main() -> int:
         gk_online = get_kernel_timing(args, daemon.cache, endpoint, offline=False)
         gk_offline = get_kernel_timing(args, daemon.cache, endpoint, offline=True)
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=20)
-        shutil.rmtree(work, ignore_errors=True)
+        stop_all(procs, work)
 
     p50_1 = results[1]["p50_us"]
     rows = [("client", "p50 us", "p99 us", "req/s", "vs daemon p50 (1 client)")]

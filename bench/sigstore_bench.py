@@ -121,11 +121,7 @@ def main() -> int:
         for d in daemons.values():
             d.stop()
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=20)
-        shutil.rmtree(work, ignore_errors=True)
+        daemon_bench.stop_all(procs, work)
 
     ratio_verify = py["verify_ns"] / cpp["verify_ns"]
     ratio_full = py["full_ns"] / cpp["full_ns"]
