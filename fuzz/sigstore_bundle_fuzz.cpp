@@ -18,13 +18,13 @@ namespace {
 constexpr std::string_view kArtifact = "kernelhub sigstore fuzz artifact\n";
 
 const sigstore::TrustedRoot& fuzz_root() {
-  static const sigstore::TrustedRoot root = [] {
+  static const sigstore::TrustedRoot kRoot = [] {
     auto loaded = sigstore::load_trusted_root(std::string(KH_SOURCE_DIR) +
                                               "/fuzz/sigstore_trusted_root.json");
     if (!loaded) std::abort();  // the harness is unusable without its root
     return std::move(*loaded);
   }();
-  return root;
+  return kRoot;
 }
 
 }  // namespace

@@ -54,20 +54,20 @@ const EVP_MD* fetched(const char* name) {
 }  // namespace
 
 const evp_md_st* sha256_md() {
-  static const EVP_MD* const md = fetched("SHA2-256");
-  return md;
+  static const EVP_MD* const kMd = fetched("SHA2-256");
+  return kMd;
 }
 const evp_md_st* sha384_md() {
-  static const EVP_MD* const md = fetched("SHA2-384");
-  return md;
+  static const EVP_MD* const kMd = fetched("SHA2-384");
+  return kMd;
 }
 const evp_md_st* fetched_sha1() {
-  static const EVP_MD* const md = fetched("SHA1");
-  return md;
+  static const EVP_MD* const kMd = fetched("SHA1");
+  return kMd;
 }
 const evp_md_st* sha512_md() {
-  static const EVP_MD* const md = fetched("SHA2-512");
-  return md;
+  static const EVP_MD* const kMd = fetched("SHA2-512");
+  return kMd;
 }
 
 Sha256::Sha256() : EvpHasher(sha256_md()) {}

@@ -44,7 +44,9 @@ Result<IdentityPolicy> parse_publisher(const toml::table& table, const std::stri
   identity.require_issuer_v2 = false;
   for (const auto& [name, value] : table) {
     const std::string key(name.str());
-    const std::string at = where + "." + key;
+    std::string at = where;
+    at += '.';
+    at += key;
     if (key == "issuer") {
       auto issuer = string_value(value, at);
       KH_TRY(issuer);
@@ -82,7 +84,7 @@ Result<SignatureMode> parse_mode(const toml::node& node, const std::string& wher
        {SignatureMode::off, SignatureMode::warn, SignatureMode::enforce}) {
     if (*text == to_string(mode)) return mode;
   }
-  return bad(where, "must be \"off\", \"warn\" or \"enforce\", not \"" + *text + "\"");
+  return bad(where, R"(must be "off", "warn" or "enforce", not ")" + *text + "\"");
 }
 
 }  // namespace

@@ -30,9 +30,9 @@ std::string format_utc(std::int64_t unix_seconds) {
   const auto t = static_cast<std::time_t>(unix_seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
+  std::array<char, 32> text{};
+  std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text.data();
 }
 
 }  // namespace kernelhub::cli

@@ -6,10 +6,10 @@
 // is bound to the requested version; a receipt others could have written is not trusted.
 #include <catch2/catch.hpp>
 
-#include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -46,7 +46,7 @@ struct Signer {
   // sign flags); `after` may then change the tree.
   fs::path signed_tree(const std::string& name,
                        const std::vector<std::string>& options = {}) const {
-    const fs::path tree = dir.path() / name;
+    fs::path tree = dir.path() / name;
     fs::copy(kReluSource, tree, fs::copy_options::recursive);
     for (const auto& variant : fs::directory_iterator(tree / "build")) {
       std::vector<std::string> argv{python(),
@@ -56,15 +56,15 @@ struct Signer {
                                     (variant.path() / "metadata.json").string(),
                                     (variant.path() / "metadata.json.sigstore").string()};
       argv.insert(argv.end(), options.begin(), options.end());
-      const auto signed_ = run_command(argv);
-      INFO(signed_.err);
-      REQUIRE(signed_.exit_code == 0);
+      const auto signing = run_command(argv);
+      INFO(signing.err);
+      REQUIRE(signing.exit_code == 0);
     }
     return tree;
   }
   // An admin policy with `mode` against this instance's trusted root.
   fs::path policy(const std::string& mode, const std::string& extra = "") const {
-    const fs::path path = dir.path() / ("policy-" + mode + ".toml");
+    fs::path path = dir.path() / ("policy-" + mode + ".toml");
     std::ofstream(path) << "[signatures]\nmode = \"" << mode << "\"\ntrusted_root = \""
                         << (keys / "trusted_root.json").string() << "\"\n"
                         << extra;
@@ -153,9 +153,9 @@ TEST_CASE("enforce: a signed kernel passes; unsigned, tampered and foreign-signe
     return setup.cache() / kFolder / "snapshots" / commit;
   };
   // Unsigned: the fixture itself.
-  const std::string unsigned_commit = hub.publish({"--branch", "v1", kReluSource.string()});
+  const std::string plaincommit = hub.publish({"--branch", "v1", kReluSource.string()});
   check_refused(setup.download(), "signature_missing", "no metadata.json.sigstore");
-  CHECK_FALSE(fs::exists(snapshot_of(unsigned_commit)));
+  CHECK_FALSE(fs::exists(snapshot_of(plaincommit)));
 
   // Tampered: metadata.json changed after signing (its digests still match the files).
   const fs::path tampered = signer.signed_tree("tampered");
@@ -186,13 +186,13 @@ TEST_CASE("warn: an unsigned or tampered kernel is served with a warning on the 
   const Setup setup(hub, signer.policy("warn"), through_daemon);
 
   hub.publish({"--branch", "v1", kReluSource.string()});
-  const auto unsigned_ = setup.download();
-  INFO(unsigned_.err);
-  REQUIRE(unsigned_.exit_code == 0);
-  CHECK_THAT(unsigned_.err, Catch::Contains("kernelhub: warning: unverified signature: "
-                                            "kernels-community/relu build/"));
-  CHECK_THAT(unsigned_.err, Catch::Contains("no metadata.json.sigstore"));
-  CHECK(json::parse(unsigned_.out)["signature_warnings"].size() == 1);
+  const auto plain = setup.download();
+  INFO(plain.err);
+  REQUIRE(plain.exit_code == 0);
+  CHECK_THAT(plain.err, Catch::Contains("kernelhub: warning: unverified signature: "
+                                        "kernels-community/relu build/"));
+  CHECK_THAT(plain.err, Catch::Contains("no metadata.json.sigstore"));
+  CHECK(json::parse(plain.out)["signature_warnings"].size() == 1);
 
   const fs::path tampered = signer.signed_tree("tampered");
   std::ofstream(tampered / "build" / only_variant(tampered) / "metadata.json", std::ios::app)

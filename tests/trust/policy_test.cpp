@@ -193,7 +193,7 @@ TEST_CASE("[signatures] refuses what would weaken or confuse it", "[trust][polic
     INFO(policy.error().message);
     CHECK(policy.error().message.find(needle) != std::string::npos);
   };
-  refused("[signatures]\nmode = \"strict\"\n", "\"off\", \"warn\" or \"enforce\"");
+  refused("[signatures]\nmode = \"strict\"\n", R"("off", "warn" or "enforce")");
   refused("[signatures]\nroot = \"x\"\n", "unknown key 'root'");
   // An issuer alone admits every workflow that issuer serves.
   refused("[signatures.publishers.a]\nissuer = \"https://token.actions.githubusercontent.com\"\n",

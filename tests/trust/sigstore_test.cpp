@@ -24,7 +24,7 @@ namespace {
 // Each case -> the check its failure must name ("" = it must pass). A case the signer
 // makes that is missing here fails the test, so a new case cannot pass unexamined.
 const std::map<std::string, std::string>& expected_checks() {
-  static const std::map<std::string, std::string> checks{
+  static const std::map<std::string, std::string> kChecks{
       {"v01-rekor1", ""},
       {"v02-rekor1", ""},
       {"v03-rekor1", ""},
@@ -71,7 +71,7 @@ const std::map<std::string, std::string>& expected_checks() {
       {"json-bomb-width", "bundle"},
       {"not-json", "bundle"},
   };
-  return checks;
+  return kChecks;
 }
 
 std::string trimmed(std::string text) {
@@ -82,7 +82,7 @@ std::string trimmed(std::string text) {
 // The keys and the cases, minted once per test process.
 const std::filesystem::path& minted() {
   static TempDir dir;
-  static const bool made = [] {
+  static const bool kMade = [] {
     const char* python = std::getenv("KERNELHUB_PYTHON");
     REQUIRE(python != nullptr);  // the venv python mints the cases; without it, fail
     const std::string scripts = std::string(KH_SOURCE_DIR) + "/tests/trust/sigstore/";
@@ -97,7 +97,7 @@ const std::filesystem::path& minted() {
     REQUIRE(cases.exit_code == 0);
     return true;
   }();
-  (void)made;
+  (void)kMade;
   return dir.path();
 }
 
@@ -120,7 +120,7 @@ sigstore::IdentityPolicy case_policy(const std::filesystem::path& dir) {
 
 TEST_CASE("each minted Sigstore case gets its verdict, failing at the check it is about",
           "[sigstore]") {
-  const auto root_dir = minted();
+  const auto& root_dir = minted();
   auto default_root = sigstore::load_trusted_root(root_dir / "keys" / "trusted_root.json");
   REQUIRE(default_root);
   std::size_t cases = 0;
