@@ -17,7 +17,11 @@ DEB_PACKAGES=(
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libarchive-dev libspdlog-dev
   libcli11-dev catch2 libcpp-httplib-dev libtomlplusplus-dev libsystemd-dev systemd strace
   python3 python3-venv python3-dev clang libclang-rt-14-dev util-linux
+  openssl
 )
+# openssl: the CLI the offline Sigstore test signer mints RFC 3161 timestamps with. The
+# Sigstore trusted roots kernelhub pins come from the venv's `sigstore` wheel (requirements.txt;
+# compiled in by cmake/SigstoreRoots.cmake).
 
 missing=()
 for pkg in "${DEB_PACKAGES[@]}"; do
