@@ -59,9 +59,8 @@ int main(int argc, char** argv) {
   // A warm hand-out: the receipt of this verification judged by the default policy.
   trust::SignatureSettings settings;
   settings.mode = trust::SignatureMode::enforce;
-  trust::SignatureSettings signature_settings;
-  signature_settings.trusted_root = argv[1];
-  auto verifier = hub::SignatureVerifier::load(signature_settings);
+  settings.trusted_root = argv[1];
+  auto verifier = hub::SignatureVerifier::load(settings);
   if (!verifier) return 2;
   const hub::SignatureReceipt receipt =
       verifier->verify("torch215-cxx11-cpu-x86_64-linux", "etag", *artifact, *bundle);

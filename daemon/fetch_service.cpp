@@ -16,6 +16,7 @@ struct FetchService::Manifest {
   std::string snapshot_path;
   std::vector<hub::FetchedFile> files;
   std::vector<hub::SignatureReceipt> signatures;  // [signatures] on: one per variant
+  std::optional<int> signed_version;              // what their metadata.json must state
 };
 
 struct FetchService::Flight {
@@ -177,7 +178,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   const std::string spec = spec_of(request, *platform);
   if (auto manifest = warm_manifest(resolve_key, spec)) {
     KH_TRY(may_hand_out(*manifest));
-    auto out = hand_out(*manifest, request, with_fds_now, true, /*warm=*/true);
+    auto out = hand_out(*manifest, request.id, with_fds_now, true, /*warm=*/true);
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
@@ -225,11 +226,11 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
     }
     return fail(result.error());
   }
-  Manifest manifest{result->repo,     result->commit,
-                    result->variants, result->snapshot_path.string(),
-                    result->files,    result->signatures};
+  Manifest manifest{
+      result->repo,  result->commit,     result->variants,      result->snapshot_path.string(),
+      result->files, result->signatures, result->signed_version};
   KH_TRY(may_hand_out(manifest));
-  auto out = hand_out(manifest, request, with_fds_now, result->from_cache, /*warm=*/false);
+  auto out = hand_out(manifest, request.id, with_fds_now, result->from_cache, /*warm=*/false);
   if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
   if (out && !result->refused_move.empty()) out->reply.refused_move = result->refused_move;
   return out;
@@ -251,7 +252,7 @@ void FetchService::remember(const std::string& resolve_key, const std::string& s
                             const hub::FetchResult& result) {
   auto manifest = std::make_shared<const Manifest>(
       Manifest{result.repo, result.commit, result.variants, result.snapshot_path.string(),
-               result.files, result.signatures});
+               result.files, result.signatures, result.signed_version});
   std::lock_guard lock(memo_mutex_);
   resolved_[resolve_key] = {result.commit, std::chrono::steady_clock::now() + resolve_ttl_};
   manifests_[result.repo.str() + '\n' + result.commit + '\n' + spec] = std::move(manifest);
@@ -353,15 +354,14 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   flight->cv.notify_all();
 }
 
-Result<HandOut> FetchService::hand_out(const Manifest& manifest, const proto::FetchRequest& request,
-                                       bool with_fds, bool from_cache, bool warm) const {
+Result<HandOut> FetchService::hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
+                                       bool from_cache, bool warm) const {
   HandOut out;
   // [signatures]: the receipts judged by the policy in force now, at every hand-out.
   const auto policy_now = policy();
-  const std::optional<int> version =
-      request.version ? std::optional<int>(static_cast<int>(*request.version)) : std::nullopt;
   for (const auto& receipt : manifest.signatures) {
-    auto verdict = hub::decide_signature(policy_now->signatures, manifest.repo, receipt, version);
+    auto verdict = hub::decide_signature(policy_now->signatures, manifest.repo, receipt,
+                                         manifest.signed_version);
     if (!verdict) {
       counters_.signatures_refused.fetch_add(1, std::memory_order_relaxed);
       return fail(verdict.error());
@@ -371,7 +371,7 @@ Result<HandOut> FetchService::hand_out(const Manifest& manifest, const proto::Fe
   if (!out.reply.signature_warnings.empty()) {
     counters_.signatures_warned.fetch_add(1, std::memory_order_relaxed);
   }
-  out.reply.id = request.id;
+  out.reply.id = id;
   out.reply.repo = manifest.repo.str();
   out.reply.commit = manifest.commit;
   out.reply.variants = manifest.variants;

@@ -97,8 +97,8 @@ class FetchService {
   void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline);
   // `warm`: a memoised manifest, whose snapshot links an earlier hand-out checked.
   // The receipts of `manifest` are judged by the policy in force now ([signatures]).
-  Result<HandOut> hand_out(const Manifest& manifest, const proto::FetchRequest& request,
-                           bool with_fds, bool from_cache, bool warm) const;
+  Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
+                           bool from_cache, bool warm) const;
 
   std::filesystem::path root_;
   UniqueFd root_fd_;

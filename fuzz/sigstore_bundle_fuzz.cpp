@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "trust/read_file.hpp"
+#include "trust/sigstore/pinned_roots.hpp"
 #include "trust/sigstore/verifier.hpp"
 
 using namespace kernelhub::trust;
@@ -19,8 +20,8 @@ constexpr std::string_view kArtifact = "kernelhub sigstore fuzz artifact\n";
 
 const sigstore::TrustedRoot& fuzz_root() {
   static const sigstore::TrustedRoot kRoot = [] {
-    auto loaded = sigstore::load_trusted_root(std::string(KH_SOURCE_DIR) +
-                                              "/fuzz/sigstore_trusted_root.json");
+    auto loaded = sigstore::load_trusted_root_setting(std::string(KH_SOURCE_DIR) +
+                                                      "/fuzz/sigstore_trusted_root.json");
     if (!loaded) std::abort();  // the harness is unusable without its root
     return std::move(*loaded);
   }();

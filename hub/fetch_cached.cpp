@@ -139,7 +139,7 @@ Result<FetchResult> Fetcher::fetch_from_cache(const FetchRequest& request) {
     KH_TRY(check_locked_hashes(request, *commit, variant, ids));
     for (auto& file : *files) result.files.push_back(std::move(file));
   }
-  take_signatures(result);
+  take_signatures(request, result);
   return result;
 }
 

@@ -7,9 +7,6 @@
 #include <algorithm>
 
 #include "hub/fetcher.hpp"
-#include "trust/metadata.hpp"
-#include "trust/read_file.hpp"
-#include "trust/sigstore/bundle.hpp"
 
 namespace kernelhub::hub {
 
@@ -53,16 +50,7 @@ Result<void> Fetcher::check_cached_signature(const FetchRequest& request, const 
   }
   auto verifier = signature_verifier();
   if (!verifier) return fail(verifier.error());
-  const auto snapshot = cache_.snapshot_dir(request.repo, commit);
-  std::optional<std::string> text;
-  std::optional<std::string> bundle;
-  if (metadata != files.end()) {
-    text = trust::read_file_prefix(snapshot / metadata->path, trust::kMaxMetadataBytes);
-    if (!text) return fail(ErrorCode::io, "cannot read the cached " + metadata->path);
-    bundle = trust::read_file_prefix(snapshot / (prefix + std::string(kSignatureBundleFile)),
-                                     trust::sigstore::kMaxBundleBytes);
-  }
-  SignatureReceipt receipt = (*verifier)->verify(variant, etag, text.value_or(""), bundle);
+  SignatureReceipt receipt = (*verifier)->verify_cached(cache_, request.repo, commit, variant);
   if (auto written =
           cache_.write_signature_receipt(request.repo, commit, variant, receipt_to_json(receipt));
       !written) {
@@ -72,7 +60,8 @@ Result<void> Fetcher::check_cached_signature(const FetchRequest& request, const 
   return admit_signature(request, std::move(receipt));
 }
 
-void Fetcher::take_signatures(FetchResult& result) {
+void Fetcher::take_signatures(const FetchRequest& request, FetchResult& result) {
+  result.signed_version = request.version;
   result.signatures = std::move(receipts_);
   result.signature_warnings = std::move(signature_warnings_);
   receipts_.clear();

@@ -244,10 +244,7 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
                                                       const std::string& etag,
                                                       std::string_view metadata,
                                                       const std::optional<std::string>& bundle) {
-      // `asked`: the version the caller requested is what the signed metadata must state.
-      FetchRequest judged = request;
-      judged.version = asked.version;
-      return admit_signature(judged, verifier->verify(variant, etag, metadata, bundle));
+      return admit_signature(request, verifier->verify(variant, etag, metadata, bundle));
     });
   }
   for (const auto& variant : *variants) {
@@ -289,7 +286,7 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   result.snapshot_path = cache_.snapshot_dir(request.repo, *commit);
   result.files = plan.fetched_files();
   result.refused_move = refused_move_;
-  take_signatures(result);
+  take_signatures(request, result);
   return result;
 }
 

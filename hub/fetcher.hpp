@@ -67,6 +67,9 @@ struct FetchResult {
   // gives for the ones that do not hold (enforce refuses those instead).
   std::vector<SignatureReceipt> signatures;
   std::vector<std::string> signature_warnings;
+  // The version the signed metadata.json must state: the requested vN (none for a revision,
+  // or once a kernel-status.toml redirect has left the requested repo).
+  std::optional<int> signed_version;
 };
 
 // How much of a commit's history is read to decide whether a vN move goes forward.
@@ -114,8 +117,9 @@ class Fetcher {
   Result<void> check_cached_signature(const FetchRequest& request, const std::string& commit,
                                       const std::string& variant,
                                       const std::vector<FetchedFile>& files);
-  // Moves this fetch's receipts and warnings into `result`.
-  void take_signatures(FetchResult& result);
+  // Moves this fetch's receipts and warnings into `result`, with the version they were bound
+  // to (`request`'s).
+  void take_signatures(const FetchRequest& request, FetchResult& result);
 
   HubConfig config_;
   HttpClient& http_;

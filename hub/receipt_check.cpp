@@ -3,9 +3,6 @@
 #include <system_error>
 
 #include "hub/signature_gate.hpp"
-#include "trust/metadata.hpp"
-#include "trust/read_file.hpp"
-#include "trust/sigstore/bundle.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -24,24 +21,6 @@ std::string summary(const std::optional<SignatureReceipt>& receipt) {
       return "invalid (" + receipt->failure + ")";
   }
   return "?";
-}
-
-// The receipt the cached files give now.
-SignatureReceipt verify_cached(const cache::KernelCache& cache, const SignatureVerifier& verifier,
-                               const trust::RepoId& repo, const std::string& commit,
-                               const std::string& variant) {
-  const fs::path dir = cache.snapshot_dir(repo, commit) / "build" / variant;
-  std::error_code ec;
-  const std::string etag = fs::is_symlink(dir / "metadata.json", ec)
-                               ? fs::read_symlink(dir / "metadata.json", ec).filename().string()
-                               : std::string();
-  const auto text = trust::read_file_prefix(dir / "metadata.json", trust::kMaxMetadataBytes);
-  std::optional<std::string> bundle;
-  if (text) {
-    bundle = trust::read_file_prefix(dir / std::string(kSignatureBundleFile),
-                                     trust::sigstore::kMaxBundleBytes);
-  }
-  return verifier.verify(variant, etag, text.value_or(""), bundle);
 }
 
 bool same_verdict(const SignatureReceipt& a, const SignatureReceipt& b) {
@@ -81,7 +60,7 @@ Result<ReceiptReport> recheck_receipts(const cache::KernelCache& cache,
           stored = receipt_from_json(*text);
         }
         const SignatureReceipt now =
-            verify_cached(cache, *verifier, repo.repo, revision.commit, variant);
+            verifier->verify_cached(cache, repo.repo, revision.commit, variant);
         if (stored && same_verdict(*stored, now)) continue;
         report.changed.push_back(repo.repo.str() + "@" + revision.commit + " build/" + variant +
                                  ": " + summary(stored) + " -> " + summary(now));

@@ -124,29 +124,14 @@ std::optional<SignatureReceipt> receipt_from_json(std::string_view text) {
   }
 }
 
-namespace {
-
-Result<std::string> trusted_root_text(const trust::SignatureSettings& settings) {
-  std::string text(sigstore::pinned_trusted_root_json(settings.trusted_root));
-  if (!text.empty()) return text;
-  auto file = trust::read_file_prefix(settings.trusted_root, 1u << 20);
-  if (!file) {
-    return fail(ErrorCode::policy,
-                "[signatures] trusted_root: cannot read " + settings.trusted_root);
-  }
-  return std::move(*file);
-}
-
-}  // namespace
-
 Result<std::string> trusted_root_id(const trust::SignatureSettings& settings) {
-  auto text = trusted_root_text(settings);
+  auto text = sigstore::trusted_root_json(settings.trusted_root);
   if (!text) return fail(text.error());
   return trust::sha256_hex(*text);
 }
 
 Result<SignatureVerifier> SignatureVerifier::load(const trust::SignatureSettings& settings) {
-  auto text = trusted_root_text(settings);
+  auto text = sigstore::trusted_root_json(settings.trusted_root);
   if (!text) return fail(text.error());
   // Parsing a root decodes every key and certificate in it (~0.5 ms for production's); a
   // process parses each distinct root once (kernelhubd builds a verifier per download).
@@ -203,6 +188,23 @@ SignatureReceipt SignatureVerifier::verify(std::string variant, std::string meta
         "metadata: the signed metadata.json is malformed: " + metadata.error().message;
   }
   return receipt;
+}
+
+SignatureReceipt SignatureVerifier::verify_cached(const cache::KernelCache& cache,
+                                                  const trust::RepoId& repo,
+                                                  const std::string& commit,
+                                                  const std::string& variant) const {
+  const std::filesystem::path dir = cache.snapshot_dir(repo, commit) / "build" / variant;
+  std::error_code ec;
+  const std::filesystem::path link = std::filesystem::read_symlink(dir / "metadata.json", ec);
+  const std::string etag = ec ? std::string() : link.filename().string();
+  const auto text = trust::read_file_prefix(dir / "metadata.json", trust::kMaxMetadataBytes);
+  std::optional<std::string> bundle;
+  if (text) {
+    bundle =
+        trust::read_file_prefix(dir / std::string(kSignatureBundleFile), sigstore::kMaxBundleBytes);
+  }
+  return verify(variant, etag, text.value_or(""), bundle);
 }
 
 Result<std::optional<std::string>> decide_signature(const trust::SignatureSettings& settings,

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "cache/kernel_cache.hpp"
 #include "trust/repo_id.hpp"
 #include "trust/result.hpp"
 #include "trust/signature_settings.hpp"
@@ -52,12 +53,14 @@ class SignatureVerifier {
   // The trusted root the settings name; ErrorCode::policy when it cannot be loaded.
   static Result<SignatureVerifier> load(const trust::SignatureSettings& settings);
 
-  const std::string& root_id() const { return root_id_; }
-
   // metadata.json is parsed (for the binding fields) only once its signature holds.
   SignatureReceipt verify(std::string variant, std::string metadata_etag,
                           std::string_view metadata_json,
                           const std::optional<std::string>& bundle_json) const;
+  // verify() over the cached snapshot's build/<variant>/metadata.json and its bundle (each
+  // read within its bound); the etag is the blob the metadata.json link names.
+  SignatureReceipt verify_cached(const cache::KernelCache& cache, const trust::RepoId& repo,
+                                 const std::string& commit, const std::string& variant) const;
 
  private:
   std::shared_ptr<const trust::sigstore::TrustedRoot> root_;

@@ -61,7 +61,7 @@ const evp_md_st* sha384_md() {
   static const EVP_MD* const kMd = fetched("SHA2-384");
   return kMd;
 }
-const evp_md_st* fetched_sha1() {
+const evp_md_st* sha1_md() {
   static const EVP_MD* const kMd = fetched("SHA1");
   return kMd;
 }
@@ -71,7 +71,7 @@ const evp_md_st* sha512_md() {
 }
 
 Sha256::Sha256() : EvpHasher(sha256_md()) {}
-Sha1::Sha1() : EvpHasher(fetched_sha1()) {}
+Sha1::Sha1() : EvpHasher(sha1_md()) {}
 
 GitBlobSha1::GitBlobSha1(std::uint64_t size) { reset(size); }
 

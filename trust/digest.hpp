@@ -49,7 +49,7 @@ class EvpHasher {
 const evp_md_st* sha256_md();
 const evp_md_st* sha384_md();
 const evp_md_st* sha512_md();
-const evp_md_st* fetched_sha1();
+const evp_md_st* sha1_md();
 
 class Sha256 : public EvpHasher {
  public:

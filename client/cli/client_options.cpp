@@ -22,6 +22,12 @@ void add_client_options(CLI::App& cmd, ClientArgs& args, bool with_policy) {
   }
 }
 
+Result<trust::AdminPolicy> load_admin_policy(const std::optional<std::string>& flag,
+                                             const trust::Environment& env) {
+  if (auto file = flag ? flag : env.get("KERNELHUB_POLICY")) return trust::load_policy_file(*file);
+  return trust::AdminPolicy{};
+}
+
 Result<client::Client> open_client(const ClientArgs& args) {
   const auto env = trust::Environment::from_process();
   client::ClientOptions options;

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "client/client.hpp"
+#include "trust/environment.hpp"
+#include "trust/policy.hpp"
 
 namespace CLI {
 class App;
@@ -22,6 +24,11 @@ struct ClientArgs {
 
 // Adds --socket, --require-daemon and --cache-dir; --policy too when `with_policy`.
 void add_client_options(CLI::App& cmd, ClientArgs& args, bool with_policy);
+
+// The admin policy of an in-process command: --policy, else $KERNELHUB_POLICY, else the
+// defaults.
+Result<trust::AdminPolicy> load_admin_policy(const std::optional<std::string>& flag,
+                                             const trust::Environment& env);
 
 // Opens a client from the process environment and the flags. An explicit --cache-dir means
 // that cache, so the daemon is not asked (and --require-daemon with it is an error).

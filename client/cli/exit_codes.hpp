@@ -9,7 +9,8 @@ namespace kernelhub::cli {
 inline constexpr const char* kExitCodes =
     "Exit codes: 0 ok; 1 other error; 2 bad arguments, policy file or lockfile (or a repo it does "
     "not lock); 3 publisher not trusted, "
-    "remote code disabled, or signature missing or invalid under [signatures] enforce; 4 repo/revision/version/file not found (or no access); 5 no matching "
+    "remote code disabled, or signature missing or invalid under [signatures] enforce; 4 "
+    "repo/revision/version/file not found (or no access); 5 no matching "
     "build variant; 6 network, timeout, rate limit, Hub error, offline without a cached copy, or "
     "no daemon when one is required; 7 integrity failure (hash/size mismatch, oversized or "
     "malformed "

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cache/fs_util.hpp"
+#include "client/cli/client_options.hpp"
 #include "client/cli/commands.hpp"
 #include "client/cli/exit_codes.hpp"
 #include "hub/http.hpp"
@@ -34,19 +35,15 @@ int run_lock(const LockArgs& args) {
   auto dependencies = trust::read_project_dependencies(args.project_dir);
   if (!dependencies) return report(dependencies.error());
   const auto env = trust::Environment::from_process();
-  trust::AdminPolicy policy;
-  if (auto file = args.policy ? args.policy : env.get("KERNELHUB_POLICY")) {
-    auto loaded = trust::load_policy_file(*file);
-    if (!loaded) return report(loaded.error());
-    policy = std::move(*loaded);
-  }
+  auto policy = load_admin_policy(args.policy, env);
+  if (!policy) return report(policy.error());
   const auto config = hub::HubConfig::from(env);
   if (config.offline) {
     return report(Error{ErrorCode::offline_not_cached,
                         "locking asks the Hub for the commits; unset HF_HUB_OFFLINE"});
   }
   hub::CurlHttpClient http(config);
-  hub::Locker locker(config, http, std::move(policy), trust::TrustEnvironment::from(env));
+  hub::Locker locker(config, http, std::move(*policy), trust::TrustEnvironment::from(env));
   auto lock = locker.lock(*dependencies, args.format);
   if (!lock) return report(lock.error());
   auto text = trust::write_lockfile(*lock, args.format);

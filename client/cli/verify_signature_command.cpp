@@ -32,13 +32,9 @@ int run_verify_signature(const VerifySignatureArgs& args) {
   auto request = make_request(args.fetch, args.repo);
   if (!request) return report(request.error());
   const auto env = trust::Environment::from_process();
-  trust::AdminPolicy policy;
-  if (auto file =
-          args.fetch.client.policy ? args.fetch.client.policy : env.get("KERNELHUB_POLICY")) {
-    auto loaded = trust::load_policy_file(*file);
-    if (!loaded) return report(loaded.error());
-    policy = std::move(*loaded);
-  }
+  auto loaded = load_admin_policy(args.fetch.client.policy, env);
+  if (!loaded) return report(loaded.error());
+  trust::AdminPolicy policy = std::move(*loaded);
   // Fetched with every verdict recorded (warn), judged below as enforce would judge it.
   trust::SignatureSettings judge = policy.signatures;
   judge.mode = trust::SignatureMode::enforce;

@@ -102,8 +102,9 @@ struct Setup {
             through_daemon ? std::optional(daemon->socket()) : std::nullopt,
             {}};
   }
-  CommandResult download(const std::vector<std::string>& extra = {}) const {
-    std::vector<std::string> args{"download", kMovableRepo, "--version", "1", "--json"};
+  CommandResult download(const std::vector<std::string>& extra = {},
+                         const std::string& version = "1") const {
+    std::vector<std::string> args{"download", kMovableRepo, "--version", version, "--json"};
     if (!through_daemon) args.insert(args.end(), {"--policy", policy.string()});
     args.insert(args.end(), extra.begin(), extra.end());
     return cli().run(args);
@@ -241,14 +242,15 @@ TEST_CASE("a policy switch applies to kernels already cached: SIGHUP, and offlin
 }
 
 TEST_CASE("the signed metadata.json is bound to the requested version and to its folder",
-          "[signatures]") {
+          "[signatures][daemon]") {
   const Signer signer;
   MovableHub hub;
-  const Setup setup(hub, signer.policy("enforce"), /*through_daemon=*/false);
+  const bool through_daemon = GENERATE(false, true);
+  INFO((through_daemon ? "through kernelhubd" : "in-process"));
+  const Setup setup(hub, signer.policy("enforce"), through_daemon);
   // A validly signed v1 build published as v2: its metadata.json says version 1.
   hub.publish({"--branch", "v2", signer.signed_tree("v1-as-v2").string()});
-  const auto refused = setup.cli().run(
-      {"download", kMovableRepo, "--version", "2", "--policy", setup.policy.string()});
+  const auto refused = setup.download({}, "2");
   check_refused(refused, "signature_invalid",
                 "binding: the signed metadata.json is of version 1, v2 was requested");
   // A signed CPU build's metadata.json moved into a CUDA-named folder.
@@ -258,8 +260,7 @@ TEST_CASE("the signed metadata.json is bound to the requested version and to its
   cuda.replace(cuda.find("-cpu-"), 5, "-cu128-");
   fs::rename(moved / "build" / variant, moved / "build" / cuda);
   hub.publish({"--branch", "v1", moved.string()});
-  const auto wrong_folder = setup.cli().run({"download", kMovableRepo, "--version", "1",
-                                             "--variant", cuda, "--policy", setup.policy.string()});
+  const auto wrong_folder = setup.download({"--variant", cuda});
   check_refused(wrong_folder, "signature_invalid", "is a cpu build, build/" + cuda);
 }
 

@@ -121,7 +121,8 @@ sigstore::IdentityPolicy case_policy(const std::filesystem::path& dir) {
 TEST_CASE("each minted Sigstore case gets its verdict, failing at the check it is about",
           "[sigstore]") {
   const auto& root_dir = minted();
-  auto default_root = sigstore::load_trusted_root(root_dir / "keys" / "trusted_root.json");
+  auto default_root =
+      sigstore::load_trusted_root_setting((root_dir / "keys" / "trusted_root.json").string());
   REQUIRE(default_root);
   std::size_t cases = 0;
   for (const auto& entry : std::filesystem::directory_iterator(root_dir / "cases")) {
@@ -133,7 +134,8 @@ TEST_CASE("each minted Sigstore case gets its verdict, failing at the check it i
             (expected->second.empty() ? "pass" : "fail"));
     std::optional<sigstore::TrustedRoot> override_root;
     if (std::filesystem::exists(entry.path() / "trusted_root.json")) {
-      auto loaded = sigstore::load_trusted_root(entry.path() / "trusted_root.json");
+      auto loaded =
+          sigstore::load_trusted_root_setting((entry.path() / "trusted_root.json").string());
       REQUIRE(loaded);
       override_root = std::move(*loaded);
     }
@@ -155,7 +157,8 @@ TEST_CASE("each minted Sigstore case gets its verdict, failing at the check it i
 
 TEST_CASE("a verified signature reports the signer's identity and the signing time", "[sigstore]") {
   const auto dir = minted() / "cases" / "v03-rekor1";
-  auto root = sigstore::load_trusted_root(minted() / "keys" / "trusted_root.json");
+  auto root =
+      sigstore::load_trusted_root_setting((minted() / "keys" / "trusted_root.json").string());
   REQUIRE(root);
   const auto verified =
       sigstore::verify_artifact_bundle(slurp(dir / "artifact"), slurp(dir / "bundle.sigstore.json"),

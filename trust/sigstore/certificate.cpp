@@ -51,18 +51,17 @@ Result<std::vector<SharedX509>> verify_under(X509* leaf, const CertificateAuthor
 Result<std::vector<SharedX509>> verify_chain_at(X509* leaf,
                                                 std::span<const CertificateAuthority> authorities,
                                                 UnixSeconds time) {
-  std::string last_reason = "no Fulcio CA of the trusted root is valid at the signing time";
+  // The last CA's refusal (already "certificate chain: ..."), or why none was tried.
+  std::optional<Error> refusal;
   for (const CertificateAuthority& authority : authorities) {
     if (!authority.valid_for.contains(time)) continue;
     auto chain = verify_under(leaf, authority, time);
     ERR_clear_error();
     if (chain) return chain;
-    last_reason = chain.error().message;
+    refusal = chain.error();
   }
-  if (last_reason.starts_with("certificate chain: ")) {
-    return fail(ErrorCode::signature_invalid, std::move(last_reason));
-  }
-  return chain_error(std::move(last_reason));
+  if (refusal) return fail(std::move(*refusal));
+  return chain_error("no Fulcio CA of the trusted root is valid at the signing time");
 }
 
 Result<void> check_leaf_usage(X509* leaf) {

@@ -1,12 +1,24 @@
 #include "trust/sigstore/pinned_roots.hpp"
 
+#include "trust/read_file.hpp"
+
 namespace kernelhub::trust::sigstore {
 
-Result<TrustedRoot> load_trusted_root_setting(std::string_view setting) {
+Result<std::string> trusted_root_json(std::string_view setting) {
   const std::string_view pinned = pinned_trusted_root_json(setting);
-  if (!pinned.empty()) return parse_trusted_root(pinned);
+  if (!pinned.empty()) return std::string(pinned);
   if (setting.empty()) return fail(ErrorCode::policy, "the trusted root setting is empty");
-  return load_trusted_root(std::filesystem::path(setting));
+  auto text = read_file_prefix(std::filesystem::path(setting), kMaxTrustedRootBytes);
+  if (!text) return fail(ErrorCode::policy, "cannot read the trusted root " + std::string(setting));
+  return std::move(*text);
+}
+
+Result<TrustedRoot> load_trusted_root_setting(std::string_view setting) {
+  auto text = trusted_root_json(setting);
+  if (!text) return fail(text.error());
+  auto root = parse_trusted_root(*text);
+  if (!root) return fail(ErrorCode::policy, std::string(setting) + ": " + root.error().message);
+  return root;
 }
 
 }  // namespace kernelhub::trust::sigstore

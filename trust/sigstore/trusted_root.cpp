@@ -3,14 +3,12 @@
 #include <openssl/err.h>
 
 #include "trust/json_bounds.hpp"
-#include "trust/read_file.hpp"
 #include "trust/sigstore/json_access.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {
 
-// Sigstore's production root is ~7 KiB; an admin's own root is of the same kind.
-constexpr JsonBounds kTrustedRootJson{1u << 20, 32, 20'000};
+constexpr JsonBounds kTrustedRootJson{kMaxTrustedRootBytes, 32, 20'000};
 constexpr std::string_view kMediaType = "application/vnd.dev.sigstore.trustedroot+json;version=0.1";
 
 Result<TimeRange> parse_valid_for(const nlohmann::json& holder, const std::string& path) {
@@ -153,16 +151,6 @@ Result<TrustedRoot> parse_trusted_root(std::string_view json) {
   if (root.certificate_authorities.empty()) return refuse("no certificate authority (Fulcio)");
   if (root.tlogs.empty()) return refuse("no transparency log key of a known type");
   if (root.ctlogs.empty()) return refuse("no CT log key of a known type");
-  return root;
-}
-
-Result<TrustedRoot> load_trusted_root(const std::filesystem::path& path) {
-  auto text = read_file_prefix(path, kTrustedRootJson.max_bytes);
-  if (!text) return fail(ErrorCode::policy, "cannot read the trusted root " + path.string());
-  auto root = parse_trusted_root(*text);
-  if (!root) {
-    return fail(ErrorCode::policy, path.string() + ": " + root.error().message);
-  }
   return root;
 }
 

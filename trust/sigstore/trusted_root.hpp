@@ -4,7 +4,7 @@
 // file the admin pins; nothing is fetched at verify time.
 #pragma once
 
-#include <filesystem>
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +22,9 @@ struct CertificateAuthority {
   TimeRange valid_for;
 };
 
+// Sigstore's production root is ~7 KiB; an admin's own root is of the same kind.
+inline constexpr std::size_t kMaxTrustedRootBytes = 1u << 20;
+
 struct TrustedRoot {
   std::vector<LogKey> tlogs;
   std::vector<LogKey> ctlogs;
@@ -32,7 +35,7 @@ struct TrustedRoot {
 // ErrorCode::policy naming what is wrong ("trusted root: tlogs[1].publicKey.rawBytes is not
 // base64"). Keys of unknown types are skipped; a root without a Fulcio CA, a Rekor key or
 // a CT key is refused (nothing could pass against it).
+// Read a setting or a file with load_trusted_root_setting (pinned_roots.hpp).
 Result<TrustedRoot> parse_trusted_root(std::string_view json);
-Result<TrustedRoot> load_trusted_root(const std::filesystem::path& path);
 
 }  // namespace kernelhub::trust::sigstore
