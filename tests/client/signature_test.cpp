@@ -62,6 +62,14 @@ struct Signer {
     }
     return tree;
   }
+  // A signed tree whose metadata.json then changes (its digests still match the files).
+  fs::path tampered_tree(const std::string& name) const {
+    fs::path tree = signed_tree(name);
+    for (const auto& variant : fs::directory_iterator(tree / "build")) {
+      std::ofstream(variant.path() / "metadata.json", std::ios::app) << "\n";
+    }
+    return tree;
+  }
   // An admin policy with `mode` against this instance's trusted root.
   fs::path policy(const std::string& mode, const std::string& extra = "") const {
     fs::path path = dir.path() / ("policy-" + mode + ".toml");
@@ -159,8 +167,7 @@ TEST_CASE("enforce: a signed kernel passes; unsigned, tampered and foreign-signe
   CHECK_FALSE(fs::exists(snapshot_of(plaincommit)));
 
   // Tampered: metadata.json changed after signing (its digests still match the files).
-  const fs::path tampered = signer.signed_tree("tampered");
-  std::ofstream(tampered / "build" / variant / "metadata.json", std::ios::app) << "\n";
+  const fs::path tampered = signer.tampered_tree("tampered");
   const std::string tampered_commit = hub.publish({"--branch", "v1", tampered.string()});
   check_refused(setup.download(), "signature_invalid", "message digest");
   CHECK_FALSE(fs::exists(snapshot_of(tampered_commit)));
@@ -195,9 +202,7 @@ TEST_CASE("warn: an unsigned or tampered kernel is served with a warning on the 
   CHECK_THAT(plain.err, Catch::Contains("no metadata.json.sigstore"));
   CHECK(json::parse(plain.out)["signature_warnings"].size() == 1);
 
-  const fs::path tampered = signer.signed_tree("tampered");
-  std::ofstream(tampered / "build" / only_variant(tampered) / "metadata.json", std::ios::app)
-      << "\n";
+  const fs::path tampered = signer.tampered_tree("tampered");
   hub.publish({"--branch", "v1", tampered.string()});
   const auto served = setup.download();
   INFO(served.err);
