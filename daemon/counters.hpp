@@ -1,8 +1,10 @@
-// The daemon's counters, bumped lock-free from every connection and flight thread and read
-// as one snapshot for `status` and sd_notify STATUS=.
+// The daemon's counters, bumped lock-free from every connection, flight and HTTP thread and
+// read as one snapshot for `status`, /metrics and sd_notify STATUS=.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "daemon/daemon.hpp"
@@ -10,6 +12,10 @@
 namespace kernelhub::daemon {
 
 struct AtomicCounters {
+  static constexpr auto relaxed = std::memory_order_relaxed;
+  // ErrorCode::internal is the last code.
+  static constexpr std::size_t kErrorCodes = static_cast<std::size_t>(ErrorCode::internal) + 1;
+
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> hits{0};
   std::atomic<std::uint64_t> misses{0};
@@ -21,20 +27,58 @@ struct AtomicCounters {
   std::atomic<std::uint64_t> rollbacks_refused{0};
   std::atomic<std::uint64_t> signatures_refused{0};
   std::atomic<std::uint64_t> signatures_warned{0};
+  std::atomic<std::uint64_t> trust_refused{0};
+  std::atomic<std::uint64_t> http_requests{0};
+  std::atomic<std::uint64_t> flights{0};
+  std::atomic<std::uint64_t> flights_active{0};
+  std::array<std::atomic<std::uint64_t>, kErrorCodes> errors_by_code{};
+  std::array<std::atomic<std::uint64_t>, proto::kFlightSecondsBounds.size() + 1> flight_buckets{};
+  std::atomic<std::uint64_t> flight_micros_sum{0};
+
+  // An error answered to a client (socket or HTTP), by its code.
+  void count_error(ErrorCode code) {
+    errors.fetch_add(1, relaxed);
+    if (const auto i = static_cast<std::size_t>(code); i < kErrorCodes)
+      errors_by_code[i].fetch_add(1, relaxed);
+  }
+  void observe_flight(std::chrono::steady_clock::duration took) {
+    const double seconds = std::chrono::duration<double>(took).count();
+    std::size_t bucket = 0;
+    while (bucket < proto::kFlightSecondsBounds.size() &&
+           seconds > proto::kFlightSecondsBounds[bucket])
+      ++bucket;
+    flight_buckets[bucket].fetch_add(1, relaxed);
+    flight_micros_sum.fetch_add(
+        static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(took).count()),
+        relaxed);
+  }
 
   DaemonCounters snapshot() const {
-    constexpr auto relaxed = std::memory_order_relaxed;
-    return {requests.load(relaxed),
-            hits.load(relaxed),
-            misses.load(relaxed),
-            bytes_downloaded.load(relaxed),
-            upstream_requests.load(relaxed),
-            errors.load(relaxed),
-            connections.load(relaxed),
-            active_connections.load(relaxed),
-            rollbacks_refused.load(relaxed),
-            signatures_refused.load(relaxed),
-            signatures_warned.load(relaxed)};
+    DaemonCounters c;
+    c.requests = requests.load(relaxed);
+    c.hits = hits.load(relaxed);
+    c.misses = misses.load(relaxed);
+    c.bytes_downloaded = bytes_downloaded.load(relaxed);
+    c.upstream_requests = upstream_requests.load(relaxed);
+    c.errors = errors.load(relaxed);
+    c.connections = connections.load(relaxed);
+    c.active_connections = active_connections.load(relaxed);
+    c.rollbacks_refused = rollbacks_refused.load(relaxed);
+    c.signatures_refused = signatures_refused.load(relaxed);
+    c.signatures_warned = signatures_warned.load(relaxed);
+    c.trust_refused = trust_refused.load(relaxed);
+    c.http_requests = http_requests.load(relaxed);
+    c.flights = flights.load(relaxed);
+    c.flights_active = flights_active.load(relaxed);
+    for (std::size_t i = 0; i < kErrorCodes; ++i) {
+      if (const auto n = errors_by_code[i].load(relaxed); n > 0)
+        c.errors_by_class.emplace(to_string(static_cast<ErrorCode>(i)), n);
+    }
+    for (const auto& bucket : flight_buckets)
+      c.flight_seconds_buckets.push_back(bucket.load(relaxed));
+    c.flight_seconds_sum = static_cast<double>(flight_micros_sum.load(relaxed)) / 1e6;
+    return c;
   }
 };
 

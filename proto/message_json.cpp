@@ -86,7 +86,14 @@ json to_json(const Counters& c) {
               {"active_connections", c.active_connections},
               {"rollbacks_refused", c.rollbacks_refused},
               {"signatures_refused", c.signatures_refused},
-              {"signatures_warned", c.signatures_warned}};
+              {"signatures_warned", c.signatures_warned},
+              {"trust_refused", c.trust_refused},
+              {"http_requests", c.http_requests},
+              {"flights", c.flights},
+              {"flights_active", c.flights_active},
+              {"errors_by_class", c.errors_by_class},
+              {"flight_seconds_buckets", c.flight_seconds_buckets},
+              {"flight_seconds_sum", c.flight_seconds_sum}};
 }
 
 json to_json(const StatusReply& m) {

@@ -135,6 +135,49 @@ Result<Message> parse_fetched(const Fields& f) {
   return Message{std::move(m)};
 }
 
+// {"code_name": count, ...}: bounded, names in the error-code alphabet (they become
+// Prometheus label values).
+Result<std::map<std::string, std::uint64_t>> parse_error_classes(const nlohmann::json& counters) {
+  std::map<std::string, std::uint64_t> out;
+  const auto it = counters.find("errors_by_class");
+  if (it == counters.end() || it->is_null()) return out;
+  const auto bad = [](const char* why) {
+    return fail(ErrorCode::invalid_request, std::string("status.counters.errors_by_class: ") + why);
+  };
+  if (!it->is_object()) return bad("expected an object");
+  if (it->size() > kMaxErrorClasses) return bad("too many classes");
+  for (const auto& [name, count] : it->items()) {
+    const bool name_ok = !name.empty() && name.size() <= 64 &&
+                         name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
+    if (!name_ok) return bad("a class name is not an error code name");
+    auto n = detail::as_uint(count);
+    if (!n) return bad("counts must be non-negative integers");
+    out.emplace(name, *n);
+  }
+  return out;
+}
+
+// kFlightSecondsBounds.size() + 1 counts, or none.
+Result<std::vector<std::uint64_t>> parse_flight_buckets(const nlohmann::json& counters) {
+  std::vector<std::uint64_t> out;
+  const auto it = counters.find("flight_seconds_buckets");
+  if (it == counters.end() || it->is_null()) return out;
+  if (!it->is_array() || (!it->empty() && it->size() != kFlightSecondsBounds.size() + 1)) {
+    return fail(ErrorCode::invalid_request, "status.counters.flight_seconds_buckets: expected " +
+                                                std::to_string(kFlightSecondsBounds.size() + 1) +
+                                                " counts");
+  }
+  for (const auto& count : *it) {
+    auto n = detail::as_uint(count);
+    if (!n) {
+      return fail(ErrorCode::invalid_request,
+                  "status.counters.flight_seconds_buckets: counts must be non-negative integers");
+    }
+    out.push_back(*n);
+  }
+  return out;
+}
+
 Result<Counters> parse_counters(const nlohmann::json& value) {
   Fields f(value, "status.counters");
   Counters c;
@@ -157,6 +200,24 @@ Result<Counters> parse_counters(const nlohmann::json& value) {
   c.signatures_refused = signatures_refused.value_or(0);
   KH_PROTO_GET(signatures_warned, f.optional_uint("signatures_warned"));
   c.signatures_warned = signatures_warned.value_or(0);
+  std::pair<const char*, std::uint64_t*> optional_members[] = {
+      {"trust_refused", &c.trust_refused},
+      {"http_requests", &c.http_requests},
+      {"flights", &c.flights},
+      {"flights_active", &c.flights_active}};
+  for (auto [key, target] : optional_members) {
+    KH_PROTO_GET(n, f.optional_uint(key));
+    *target = n.value_or(0);
+  }
+  KH_PROTO_GET(classes, parse_error_classes(value));
+  c.errors_by_class = std::move(classes);
+  KH_PROTO_GET(buckets, parse_flight_buckets(value));
+  c.flight_seconds_buckets = std::move(buckets);
+  if (const auto it = value.find("flight_seconds_sum"); it != value.end()) {
+    KH_PROTO_GET(sum, f.number("flight_seconds_sum"));
+    if (!(sum >= 0)) return f.invalid("flight_seconds_sum", "a non-negative number");
+    c.flight_seconds_sum = sum;
+  }
   return c;
 }
 

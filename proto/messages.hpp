@@ -5,6 +5,7 @@
 // Unknown extra members are ignored, so a newer peer can add fields without a version bump.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -119,8 +120,24 @@ struct Counters {
   // from daemons before signatures: 0.
   std::uint64_t signatures_refused = 0;
   std::uint64_t signatures_warned = 0;
+  // The fields below are absent from daemons before the metrics (0 / empty).
+  std::uint64_t trust_refused = 0;   // fetches refused by the trust rule
+  std::uint64_t http_requests = 0;   // requests on the --http listener (the local Hub)
+  std::uint64_t flights = 0;         // downloads started upstream (single-flight leaders)
+  std::uint64_t flights_active = 0;  // of those, running or waiting for a turn now
+  // Errors answered to clients, by their `code` name (snake_case, at most kMaxErrorClasses).
+  std::map<std::string, std::uint64_t> errors_by_class;
+  // Flight durations: count per bucket of kFlightSecondsBounds, plus one for +Inf (so
+  // kFlightSecondsBounds.size() + 1 entries, or none), and their sum.
+  std::vector<std::uint64_t> flight_seconds_buckets;
+  double flight_seconds_sum = 0;
   bool operator==(const Counters&) const = default;
 };
+
+inline constexpr std::size_t kMaxErrorClasses = 128;
+// Upper bounds (seconds) of the flight-duration histogram buckets.
+inline constexpr std::array<double, 12> kFlightSecondsBounds{0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                             0.5,   1,    2.5,   5,    10,  30};
 
 struct StatusReply {
   RequestId id = 0;

@@ -170,3 +170,47 @@ TEST_CASE("unknown extra members are ignored for forward compatibility", "[proto
   REQUIRE(parsed);
   CHECK(std::get<StatusRequest>(*parsed).id == 2);
 }
+
+TEST_CASE("status counters: the metrics members are bounded and optional", "[proto][strict]") {
+  const auto with_counter = [](const char* key, json value) {
+    auto frame = load_golden("status_reply");
+    frame["counters"][key] = std::move(value);
+    return frame;
+  };
+  const std::pair<const char*, json> bad[] = {
+      {"errors_by_class", json::array()},
+      {"errors_by_class", json{{"Repo Not Found", 1}}},
+      {"errors_by_class", json{{"x\"}", 1}}},
+      {"errors_by_class", json{{"repo_not_found", -1}}},
+      {"flight_seconds_buckets", json::array({1, 2, 3})},
+      {"flight_seconds_buckets", json(std::vector<int>(14, 1))},
+      {"flight_seconds_sum", -1},
+      {"flights", "3"},
+  };
+  for (const auto& [key, value] : bad) {
+    const auto frame = with_counter(key, value);
+    INFO(frame.dump());
+    const auto e = parse_error(frame, Sender::daemon);
+    CHECK(e.code == ErrorCode::invalid_request);
+    CHECK(mentions(e, key));
+  }
+  json many = json::object();
+  for (int i = 0; i < 129; ++i)
+    many["code_" + std::string(1, static_cast<char>('a' + i % 26)) +
+         std::string(static_cast<std::size_t>(i / 26) + 1, 'x')] = 1;
+  CHECK(parse_error(with_counter("errors_by_class", many), Sender::daemon).code ==
+        ErrorCode::invalid_request);
+
+  // A daemon from before the metrics sends none of them: zero and empty.
+  auto older = load_golden("status_reply");
+  for (const char* key : {"trust_refused", "http_requests", "flights", "flights_active",
+                          "errors_by_class", "flight_seconds_buckets", "flight_seconds_sum"})
+    older["counters"].erase(key);
+  auto parsed = kernelhub::proto::parse_message(older, Sender::daemon);
+  REQUIRE(parsed);
+  const auto& counters = std::get<kernelhub::proto::StatusReply>(*parsed).counters;
+  CHECK(counters.flights == 0);
+  CHECK(counters.errors_by_class.empty());
+  CHECK(counters.flight_seconds_buckets.empty());
+  CHECK(counters.requests == 10);
+}
