@@ -63,7 +63,9 @@ class Session {
         reply(proto::to_json(event));
       };
     }
-    auto out = ctx_.service.fetch(request, fds_, sink);
+    auto out = ctx_.service.fetch(
+        request, fds_, sink,
+        "uid " + std::to_string(peer_.uid) + " (pid " + std::to_string(peer_.pid) + ")");
     if (!out) return error(out.error(), request.id);
     std::vector<int> raw(out->fds.size());
     std::transform(out->fds.begin(), out->fds.end(), raw.begin(),
@@ -72,16 +74,7 @@ class Session {
   }
 
   bool on(const proto::StatusRequest& request) {
-    const auto c = ctx_.counters.snapshot();
-    proto::StatusReply status;
-    status.id = request.id;
-    status.daemon = std::string(kDaemonName);
-    status.pid = ::getpid();
-    status.uptime_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count();
-    status.cache_root = ctx_.cache_root;
-    status.counters = c;
-    return reply(proto::to_json(status));
+    return reply(proto::to_json(status_reply(ctx_, request.id)));
   }
 
   bool on(const proto::LsRequest& request) {
@@ -216,9 +209,21 @@ Result<bool> wait_for_request(int fd, std::int64_t idle_ms) {
 
 }  // namespace
 
+proto::StatusReply status_reply(const ConnectionContext& ctx, proto::RequestId id) {
+  proto::StatusReply status;
+  status.id = id;
+  status.daemon = std::string(kDaemonName);
+  status.pid = ::getpid();
+  status.uptime_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
+  status.cache_root = ctx.cache_root;
+  status.counters = ctx.counters.snapshot();
+  return status;
+}
+
 void send_error(int socket_fd, AtomicCounters& counters, const Error& error,
                 std::optional<proto::RequestId> id) {
-  counters.errors.fetch_add(1, std::memory_order_relaxed);
+  counters.count_error(error.code);
   (void)proto::send_frame(socket_fd, proto::to_json(proto::to_error_reply(error, id)));
 }
 

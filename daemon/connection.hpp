@@ -37,6 +37,9 @@ struct ConnectionContext {
 // Serves `socket_fd` (owned by the caller) until the conversation ends.
 void serve_connection(int socket_fd, const PeerCredentials& peer, ConnectionContext& context);
 
+// What `status` answers (and /metrics renders).
+proto::StatusReply status_reply(const ConnectionContext& context, proto::RequestId id);
+
 // Best effort: an error frame addressed to `id` (or to no request), counted in errors.
 void send_error(int socket_fd, AtomicCounters& counters, const Error& error,
                 std::optional<proto::RequestId> id = std::nullopt);

@@ -137,7 +137,32 @@ std::shared_ptr<const trust::AdminPolicy> FetchService::policy() const {
 }
 
 Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool with_fds,
-                                    const ProgressSink& progress) {
+                                    const ProgressSink& progress, std::string_view client) {
+  auto out = fetch_unlogged(request, with_fds, progress, client);
+  if (!out) {
+    // A policy decision is what an operator filters for (warning); the rest (not found, a
+    // Hub error the flight already logged, a bad request) is routine (info).
+    const auto code = out.error().code;
+    const bool refusal = code == ErrorCode::untrusted_publisher ||
+                         code == ErrorCode::remote_code_disabled || is_signature_error(code) ||
+                         code == ErrorCode::not_locked;
+    const std::string asked =
+        request.repo + (request.version ? " v" + std::to_string(*request.version)
+                                        : " @" + request.revision.value_or("?"));
+    if (refusal) {
+      spdlog::warn("refused {} for {}: {}: {}", asked, client, to_string(code),
+                   out.error().message);
+    } else {
+      spdlog::info("could not serve {} to {}: {}: {}", asked, client, to_string(code),
+                   out.error().message);
+    }
+  }
+  return out;
+}
+
+Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request, bool with_fds,
+                                             const ProgressSink& progress,
+                                             std::string_view client) {
   auto repo = trust::RepoId::parse(request.repo);
   if (!repo) return fail(ErrorCode::invalid_request, repo.error().message);
   if (request.version.has_value() == request.revision.has_value()) {
@@ -160,7 +185,10 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   // Only the client's trust variables count, bounded by the admin policy, at every hand-out.
   const trust::TrustEnvironment client_env = client_trust(request.env);
   const auto decision = trust::decide_trust(*policy(), repo->org, client_env);
-  if (!decision.allowed) return fail(decision.code, decision.reason);
+  if (!decision.allowed) {
+    counters_.trust_refused.fetch_add(1, std::memory_order_relaxed);
+    return fail(decision.code, decision.reason);
+  }
   const bool with_fds_now = with_fds && !request.prefetch;
   // The shared flight follows renames and kernel-status redirects with opt-in granted; the
   // repo it ends on is handed out only if this client may fetch that publisher too.
@@ -168,6 +196,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
     if (manifest.repo.org == repo->org) return ok();
     const auto moved = trust::decide_trust(*policy(), manifest.repo.org, client_env);
     if (moved.allowed) return ok();
+    counters_.trust_refused.fetch_add(1, std::memory_order_relaxed);
     return fail(moved.code,
                 repo->str() + " now resolves to " + manifest.repo.str() + ": " + moved.reason);
   };
@@ -199,7 +228,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
   fetch.from_lock = request.locked.has_value();
   if (request.locked) fetch.locked_variant_hashes = *request.locked;
   const bool offline = env_true(request.env, "HF_HUB_OFFLINE");
-  auto flight = join_or_start(resolve_key, spec, fetch, offline);
+  auto flight = join_or_start(resolve_key, spec, fetch, offline, std::string(client));
 
   // Wait for the shared flight; forward progress from this thread only.
   std::unique_lock lock(flight->mutex);
@@ -267,7 +296,8 @@ void FetchService::forget_all() {
 std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::string& resolve_key,
                                                                   const std::string& spec,
                                                                   hub::FetchRequest request,
-                                                                  bool offline) {
+                                                                  bool offline,
+                                                                  std::string client) {
   const std::string key = resolve_key + '\n' + spec + (offline ? "\noffline" : "\nonline");
   std::lock_guard lock(flights_mutex_);
   // Reap threads of finished flights.
@@ -289,13 +319,17 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
   flights_.insert_or_assign(key, flight);
   ++running_;
   const std::uint64_t ticket = next_ticket_++;
+  counters_.flights.fetch_add(1, std::memory_order_relaxed);
+  counters_.flights_active.fetch_add(1, std::memory_order_relaxed);
   // The download runs on its own thread: a waiter that goes away cancels nothing.
   flight_threads_.emplace_back(
       flight, std::thread([this, flight, key, resolve_key, spec, ticket,
-                           request = std::move(request), offline] {
+                           request = std::move(request), offline, client = std::move(client)] {
         const bool turn = wait_turn(ticket);
         if (turn) {
-          run_flight(flight, request, offline);
+          const auto started = std::chrono::steady_clock::now();
+          run_flight(flight, request, offline, client);
+          counters_.observe_flight(std::chrono::steady_clock::now() - started);
         } else {
           std::lock_guard lock(flight->mutex);
           flight->result.emplace(
@@ -309,6 +343,7 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
         if (const auto it = flights_.find(key); it != flights_.end() && it->second == flight)
           flights_.erase(it);
         flight->finished = true;
+        counters_.flights_active.fetch_sub(1, std::memory_order_relaxed);
         --running_;
         if (turn) --downloading_;
         flights_cv_.notify_all();
@@ -317,7 +352,7 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
 }
 
 void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request,
-                              bool offline) {
+                              bool offline, const std::string& client) {
   std::shared_lock maintenance(maintenance_);
   hub::HubConfig config = hub::HubConfig::from(env_);
   config.offline = config.offline || offline;
@@ -345,7 +380,19 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   } else if (result) {
     counters_.hits.fetch_add(1, std::memory_order_relaxed);
   }
-  if (!result) spdlog::warn("fetch of {} failed: {}", request.repo.str(), result.error().message);
+  const std::string asked =
+      request.repo.str() + (request.version ? " v" + std::to_string(*request.version)
+                                            : " @" + request.revision.value_or("?"));
+  if (!result) {
+    spdlog::warn("download of {} (started for {}) failed: {}: {}", asked, client,
+                 to_string(result.error().code), result.error().message);
+  } else if (last.files_total > 0) {
+    std::string variants;
+    for (const auto& v : result->variants) variants += (variants.empty() ? "" : ",") + v;
+    spdlog::info("published {}@{} variants {} ({} files, {} bytes; started for {})",
+                 result->repo.str(), result->commit, variants, last.files_total, last.bytes_done,
+                 client);
+  }
   if (result && !result->refused_move.empty()) {
     counters_.rollbacks_refused.fetch_add(1, std::memory_order_relaxed);
   }

@@ -58,9 +58,10 @@ class FetchService {
   void set_policy(trust::AdminPolicy policy);
   std::shared_ptr<const trust::AdminPolicy> policy() const;
 
-  // `with_fds`: open the files for SCM_RIGHTS. `progress` may be empty.
+  // `with_fds`: open the files for SCM_RIGHTS. `progress` may be empty. `client` names the
+  // requester in the log ("uid 1000", "http"). Refusals and failures are logged here, once.
   Result<HandOut> fetch(const proto::FetchRequest& request, bool with_fds,
-                        const ProgressSink& progress);
+                        const ProgressSink& progress, std::string_view client = "a client");
   struct VerifyOutcome {
     cache::VerifyReport blobs;
     hub::ReceiptReport receipts;
@@ -90,11 +91,15 @@ class FetchService {
   void remember(const std::string& resolve_key, const std::string& spec,
                 const hub::FetchResult& result);
   void forget_all();
+  Result<HandOut> fetch_unlogged(const proto::FetchRequest& request, bool with_fds,
+                                 const ProgressSink& progress, std::string_view client);
   std::shared_ptr<Flight> join_or_start(const std::string& resolve_key, const std::string& spec,
-                                        hub::FetchRequest request, bool offline);
+                                        hub::FetchRequest request, bool offline,
+                                        std::string client);
   // Blocks until flight `ticket` may download; false when stop_queued() came first.
   bool wait_turn(std::uint64_t ticket);
-  void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline);
+  void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline,
+                  const std::string& client);
   // `warm`: a memoised manifest, whose snapshot links an earlier hand-out checked.
   // The receipts of `manifest` are judged by the policy in force now ([signatures]).
   Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,

@@ -2,11 +2,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
 #include "daemon/daemon.hpp"
+#include "daemon/log_format.hpp"
 #include "kernelhub_version.hpp"
 
 int main(int argc, char** argv) {
@@ -50,16 +53,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--resolve-ttl", ttl, "seconds a version/revision -> commit answer is reused")
       ->check(CLI::Range(0, 86400));
+  app.add_option("--http", options.http_listen,
+                 "also serve a read-only local Hub for Python clients (HF_ENDPOINT) and "
+                 "Prometheus /metrics on HOST:PORT, loopback only (e.g. 127.0.0.1:8765)");
   CLI11_PARSE(app, argc, argv);
   if (!policy.empty()) options.policy_file = policy;
   options.resolve_ttl = std::chrono::seconds(ttl);
   options.handle_signals = true;
 
-  // journald adds its own timestamps and levels are enough; colours only on a terminal.
-  auto logger =
-      spdlog::stderr_color_mt("kernelhubd", isatty(STDERR_FILENO) ? spdlog::color_mode::automatic
-                                                                  : spdlog::color_mode::never);
-  logger->set_pattern(isatty(STDERR_FILENO) ? "%Y-%m-%d %H:%M:%S.%e %^%l%$ %v" : "%l: %v");
+  const auto target = kernelhub::daemon::log_target(STDERR_FILENO, std::getenv("JOURNAL_STREAM"));
+  auto logger = spdlog::stderr_color_mt(
+      "kernelhubd", target == kernelhub::daemon::LogTarget::terminal ? spdlog::color_mode::automatic
+                                                                     : spdlog::color_mode::never);
+  logger->set_formatter(kernelhub::daemon::make_log_formatter(target));
   spdlog::set_default_logger(logger);
   if (auto level = options.env.get("KERNELHUB_LOG"))
     spdlog::set_level(spdlog::level::from_str(*level));

@@ -1,5 +1,5 @@
-// `kernelhub status [--json]`: whether a kernelhubd answers, and its health and counters;
-// without one, says so and exits 0 (embedded mode is a normal way to run).
+// `kernelhub status [--json|--prometheus]`: whether a kernelhubd answers, and its health and
+// counters; without one, says so and exits 0 (embedded mode is a normal way to run).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +10,7 @@
 #include "client/cli/commands.hpp"
 #include "client/cli/exit_codes.hpp"
 #include "client/cli/format_units.hpp"
+#include "proto/prometheus.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 struct StatusArgs {
   ClientArgs client;
   bool json = false;
+  bool prometheus = false;
 };
 
 std::uint64_t counter(const nlohmann::json& counters, const char* name) {
@@ -43,12 +45,42 @@ void print_daemon(const nlohmann::json& s, const std::string& socket) {
             << counter(counters, "signatures_warned") << " served with a warning\n";
 }
 
+// The Prometheus text of a daemon's status reply (the client hands it back without `type`
+// and `id`, with `mode`): parsed by the protocol's own parser, rendered by the one renderer
+// /metrics uses.
+Result<std::string> prometheus_text(nlohmann::json status) {
+  status.erase("mode");
+  status["type"] = "status";
+  status["id"] = 0;
+  auto parsed = proto::parse_message(status, proto::Sender::daemon);
+  if (!parsed) return fail(parsed.error());
+  const auto* reply = std::get_if<proto::StatusReply>(&*parsed);
+  if (reply == nullptr)
+    return fail(ErrorCode::protocol_error, "kernelhubd answered status with another reply");
+  return proto::render_prometheus(*reply);
+}
+
 int run_status(const StatusArgs& args) {
   auto client = open_client(args.client);
-  if (!client) return report(client.error());
+  if (!client) {
+    // A textfile collector must learn that the daemon is down, not keep the last file.
+    if (args.prometheus && !args.client.require_daemon) {
+      std::cout << proto::render_prometheus_down();
+      return 0;
+    }
+    return report(client.error());
+  }
   auto status = client->status();
   if (!status) return report(status.error());
-  if (args.json) {
+  if (args.prometheus) {
+    if (!client->via_daemon()) {
+      std::cout << proto::render_prometheus_down();
+      return 0;
+    }
+    auto text = prometheus_text(*status);
+    if (!text) return report(text.error());
+    std::cout << *text;
+  } else if (args.json) {
     std::cout << status->dump(2) << "\n";
   } else if (client->via_daemon()) {
     print_daemon(*status, client->where());
@@ -66,7 +98,11 @@ void register_status(CLI::App& app, Action& action) {
                       std::string(client::kDefaultSocket) + ")");
   cmd->add_flag("--require-daemon", args->client.require_daemon,
                 "Exit non-zero when no daemon answers");
-  cmd->add_flag("--json", args->json, "Machine-readable output");
+  auto* json = cmd->add_flag("--json", args->json, "Machine-readable output");
+  cmd->add_flag("--prometheus", args->prometheus,
+                "The counters in Prometheus text format (for the node exporter's textfile "
+                "collector); kernelhub_up 0 when no daemon answers")
+      ->excludes(json);
   cmd->callback([args, &action] { action = [args] { return run_status(*args); }; });
 }
 

@@ -1,0 +1,72 @@
+#include "daemon/log_format.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+namespace kernelhub::daemon {
+namespace {
+
+// "%*": "<N>" with N the record's syslog priority.
+class PriorityFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    const std::string prefix = "<" + std::to_string(syslog_priority(msg.level)) + ">";
+    dest.append(prefix.data(), prefix.data() + prefix.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<PriorityFlag>();
+  }
+};
+
+}  // namespace
+
+int syslog_priority(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace:
+    case spdlog::level::debug:
+      return 7;
+    case spdlog::level::info:
+      return 6;
+    case spdlog::level::warn:
+      return 4;
+    case spdlog::level::err:
+      return 3;
+    default:
+      return 2;
+  }
+}
+
+LogTarget log_target(int stderr_fd, const char* journal_stream) {
+  if (journal_stream != nullptr) {
+    unsigned long long device = 0;
+    unsigned long long inode = 0;
+    struct stat st {};
+    if (std::sscanf(journal_stream, "%llu:%llu", &device, &inode) == 2 &&
+        ::fstat(stderr_fd, &st) == 0 && st.st_dev == device && st.st_ino == inode) {
+      return LogTarget::journal;
+    }
+  }
+  return ::isatty(stderr_fd) ? LogTarget::terminal : LogTarget::plain;
+}
+
+std::unique_ptr<spdlog::formatter> make_log_formatter(LogTarget target) {
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  switch (target) {
+    case LogTarget::terminal:
+      formatter->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+      break;
+    case LogTarget::journal:  // journald adds its own timestamps
+      formatter->add_flag<PriorityFlag>('*').set_pattern("%*%l: %v");
+      break;
+    case LogTarget::plain:
+      formatter->set_pattern("%l: %v");
+      break;
+  }
+  return formatter;
+}
+
+}  // namespace kernelhub::daemon
