@@ -25,6 +25,7 @@
 #include "daemon/counters.hpp"
 #include "daemon/fetch_service.hpp"
 #include "daemon/host_checks.hpp"
+#include "daemon/local_hub.hpp"
 #include "trust/policy.hpp"
 
 namespace kernelhub::daemon {
@@ -83,6 +84,8 @@ struct Daemon::Impl {
   std::mutex service_mutex;  // guards `service` being created/destroyed against reload_policy
   std::unique_ptr<FetchService> service;
   std::unique_ptr<ConnectionContext> context;
+  std::unique_ptr<LocalHub> local_hub;  // --http
+  std::atomic<int> http_port{0};
   std::list<std::unique_ptr<Connection>> connections;  // accept-loop thread only
   ReadBounds bounds;                                   // connection threads read these
   std::atomic<std::size_t> max_connections{0};
@@ -218,6 +221,7 @@ Daemon::Daemon(DaemonOptions options) : impl_(std::make_unique<Impl>()) {
 }
 
 Daemon::~Daemon() {
+  impl_->local_hub.reset();  // uses the service
   impl_->reap(true);
   std::lock_guard lock(impl_->service_mutex);
   impl_->service.reset();  // joins download threads
@@ -225,6 +229,7 @@ Daemon::~Daemon() {
 
 bool Daemon::ready() const { return impl_->ready.load(); }
 DaemonCounters Daemon::counters() const { return impl_->counters.snapshot(); }
+int Daemon::http_port() const { return impl_->http_port.load(); }
 
 void Daemon::request_stop() {
   impl_->stopping.store(true);
@@ -287,6 +292,17 @@ Result<void> Daemon::run() {
       ConnectionContext{*d.service, d.counters, o.cache_dir.string(),
                         std::chrono::steady_clock::now(), d.stopping, d.bounds});
 
+  if (!o.http_listen.empty()) {
+    auto http = parse_http_listen(o.http_listen);
+    if (!http) return fail(http.error());
+    http->resolve_ttl = o.resolve_ttl;
+    http->env = o.env;
+    d.local_hub = std::make_unique<LocalHub>(std::move(*http), *d.service, d.counters,
+                                             [&d] { return status_reply(*d.context, 0); });
+    KH_TRY(d.local_hub->start());
+    d.http_port.store(d.local_hub->port());
+  }
+
   bool activated = false;
   auto listener = open_listener(o.socket_path, o.use_socket_activation, activated);
   if (!listener) return fail(listener.error());
@@ -337,6 +353,7 @@ Result<void> Daemon::run() {
   // Stop: no new connections; idle ones see end of stream, busy ones finish their request.
   ::sd_notify(0, "STOPPING=1\nSTATUS=stopping");
   listener->reset();
+  if (d.local_hub) d.local_hub->stop();  // lets requests in progress finish
   if (!activated) ::unlink(o.socket_path.c_str());
   for (auto& conn : d.connections) {
     std::lock_guard lock(conn->mutex);

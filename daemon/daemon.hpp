@@ -42,6 +42,8 @@ struct DaemonOptions {
   bool use_socket_activation = true;        // take fd 3 when sd_listen_fds(0) == 1
   bool handle_signals = false;              // run(): SIGTERM/SIGINT stop, SIGHUP reload
   trust::Environment env;                   // HF_ENDPOINT, HF_TOKEN, HF_HUB_* for the Hub
+  // --http HOST:PORT (loopback): the local Hub for Python clients and /metrics; off when empty.
+  std::string http_listen;
 };
 
 // The counters `status` reports (docs/protocol.md).
@@ -64,6 +66,8 @@ class Daemon {
   // True once the socket is listening (tests wait on this).
   bool ready() const;
   DaemonCounters counters() const;
+  // The local Hub's port once ready() (0 without --http).
+  int http_port() const;
 
  private:
   struct Impl;

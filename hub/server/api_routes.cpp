@@ -48,9 +48,9 @@ void repo_info(const ServerContext& ctx, const httplib::Request& req, httplib::R
   auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
   if (!target) return;
   auto sha = ctx.store.resolve(target->repo, revision);
-  if (!sha) return send_store_error(res, sha.error());
+  if (!sha) return send_hub_error(res, sha.error());
   auto commit = ctx.store.read_commit(target->repo, *sha);
-  if (!commit) return send_store_error(res, commit.error());
+  if (!commit) return send_hub_error(res, commit.error());
   const std::string when = iso_time(commit->timestamp);
   nlohmann::json info = {{"_id", target->repo.str()},
                          {"id", target->repo.str()},
@@ -87,13 +87,13 @@ void tree(const ServerContext& ctx, const httplib::Request& req, httplib::Respon
   auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
   if (!target) return;
   auto where = split_revision(ctx.store, target->repo, req.matches[4], false);
-  if (!where) return send_store_error(res, where.error());
+  if (!where) return send_hub_error(res, where.error());
   auto commit = ctx.store.read_commit(target->repo, where->commit);
-  if (!commit) return send_store_error(res, commit.error());
+  if (!commit) return send_hub_error(res, commit.error());
   const bool recursive = req.has_param("recursive") && parse_bool(req.get_param_value("recursive"));
   const bool expand = req.has_param("expand") && parse_bool(req.get_param_value("expand"));
   auto entries = list_tree(*commit, where->path, recursive);
-  if (!entries) return send_store_error(res, entries.error());
+  if (!entries) return send_hub_error(res, entries.error());
 
   const auto cursor = index_param(req, "cursor");
   if (!cursor) return send_error(res, 400, "BadRequest", "invalid cursor");
@@ -120,7 +120,7 @@ void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Res
   auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
   if (!target) return;
   auto head = ctx.store.resolve(target->repo, std::string(req.matches[4]));
-  if (!head) return send_store_error(res, head.error());
+  if (!head) return send_hub_error(res, head.error());
   const auto page_number = index_param(req, "p");
   if (!page_number || *page_number > 1'000'000) {
     return send_error(res, 400, "BadRequest", "invalid page");
@@ -136,7 +136,7 @@ void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Res
       break;
     }
     auto commit = ctx.store.read_commit(target->repo, *next);
-    if (!commit) return send_store_error(res, commit.error());
+    if (!commit) return send_hub_error(res, commit.error());
     if (index >= begin) {
       const auto newline = commit->message.find('\n');
       out.push_back(
@@ -174,9 +174,9 @@ void paths_info(const ServerContext& ctx, const httplib::Request& req, httplib::
       paths.push_back(it->second);
   }
   auto sha = ctx.store.resolve(target->repo, std::string(req.matches[4]));
-  if (!sha) return send_store_error(res, sha.error());
+  if (!sha) return send_hub_error(res, sha.error());
   auto commit = ctx.store.read_commit(target->repo, *sha);
-  if (!commit) return send_store_error(res, commit.error());
+  if (!commit) return send_hub_error(res, commit.error());
   nlohmann::json out = nlohmann::json::array();
   for (const auto& path : paths) {  // unknown paths are silently omitted, as on the Hub
     if (auto entry = find_entry(*commit, path)) out.push_back(entry_json(*entry));
@@ -211,7 +211,7 @@ void register_api_routes(httplib::Server& server, ServerContext& ctx) {
     auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
     if (!target) return;
     auto refs = ctx.store.list_refs(target->repo);
-    if (!refs) return send_store_error(res, refs.error());
+    if (!refs) return send_hub_error(res, refs.error());
     nlohmann::json out = {{"branches", refs_json(refs->branches, "refs/heads/")},
                           {"converts", nlohmann::json::array()},
                           {"tags", refs_json(refs->tags, "refs/tags/")}};

@@ -157,9 +157,9 @@ void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response&
   auto target = repo_target(res, type, org, name);
   if (!target) return;
   auto where = split_revision(ctx.store, target->repo, rest, true);
-  if (!where) return send_store_error(res, where.error());
+  if (!where) return send_hub_error(res, where.error());
   auto commit = ctx.store.read_commit(target->repo, where->commit);
-  if (!commit) return send_store_error(res, commit.error());
+  if (!commit) return send_hub_error(res, commit.error());
   const auto it = commit->files.find(where->path);
   if (it == commit->files.end()) {
     res.set_header("X-Repo-Commit", where->commit);  // clients record .no_exist/<commit>/<path>

@@ -51,8 +51,7 @@ void register_test_routes(httplib::Server& server, ServerContext& ctx) {
               });
   server.Post("/_kernelhub/faults", [&ctx](const httplib::Request& req, httplib::Response& res) {
     auto body = trust::parse_bounded_json(req.body, trust::kRequestBodyJson);
-    if (!body)
-      return send_error(res, 400, "BadRequest", "bad fault plan: " + body.error().message);
+    if (!body) return send_error(res, 400, "BadRequest", "bad fault plan: " + body.error().message);
     auto plan = fault_plan_from_json(*body);
     if (!plan) return send_error(res, 400, "BadRequest", plan.error().message);
     std::lock_guard lock(ctx.mutex);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hub/server/http_replies.hpp"
 #include "hub/server/hub_server.hpp"
 #include "hub/server/local_store.hpp"
 
@@ -40,22 +41,6 @@ struct ServerContext {
   // "http://host:port" as the client addressed us (Host header), for Location and Link.
   std::string base_url(const httplib::Request& req) const;
 };
-
-// httplib 0.11 applies Range itself without bounds checks; file routes take the parsed
-// ranges out of the request and answer 206/416 themselves. The Request object is not
-// const inside httplib (only the handler signature is), so clearing it is well-defined.
-httplib::Ranges take_ranges(const httplib::Request& req);
-
-void send_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
-// A Hub-style error: X-Error-Code, X-Error-Message and {"error": message}.
-void send_error(httplib::Response& res, int status, const std::string& code,
-                const std::string& message);
-// Maps a store error to the Hub's status and X-Error-Code.
-void send_store_error(httplib::Response& res, const Error& error);
-
-bool parse_bool(const std::string& text);
-std::string url_encode(std::string_view text, bool keep_slash);
-std::string iso_time(std::int64_t seconds);
 
 // A repo route's target: "kernels" or "models", and the repo id.
 struct RepoTarget {
@@ -94,9 +79,5 @@ void apply_api_slow_faults(ServerContext& ctx, const httplib::Request& req, http
 
 void register_api_routes(httplib::Server& server, ServerContext& ctx);
 void register_file_routes(httplib::Server& server, ServerContext& ctx);
-// Unrouted requests get a Hub-style error (RepoNotFound/BadRequest); their Range header is
-// taken out so httplib does not apply it to the error body. Hub errors already answered
-// (a bare 401 has only X-Error-Message) stay as they are.
-void register_error_handler(httplib::Server& server);
 
 }  // namespace kernelhub::hub::server

@@ -75,7 +75,7 @@ void register_error_handler(httplib::Server& server) {
       }));
 }
 
-void send_store_error(httplib::Response& res, const Error& error) {
+void send_hub_error(httplib::Response& res, const Error& error) {
   switch (error.code) {
     case ErrorCode::repo_not_found:
       return send_error(res, 404, "RepoNotFound", error.message);
@@ -84,7 +84,31 @@ void send_store_error(httplib::Response& res, const Error& error) {
     case ErrorCode::entry_not_found:
       return send_error(res, 404, "EntryNotFound", error.message);
     case ErrorCode::invalid_argument:
+    case ErrorCode::invalid_request:
+    case ErrorCode::unsafe_path:
       return send_error(res, 400, "BadRequest", error.message);
+    case ErrorCode::untrusted_publisher:
+    case ErrorCode::remote_code_disabled:
+    case ErrorCode::signature_missing:
+    case ErrorCode::signature_invalid:
+      return send_error(res, 403, "Forbidden", error.message);
+    case ErrorCode::gated:
+    case ErrorCode::unauthorized:
+      return send_error(res, 401, "Unauthorized", error.message);
+    case ErrorCode::rate_limited:
+      return send_error(res, 429, "TooManyRequests", error.message);
+    case ErrorCode::network:
+    case ErrorCode::http_status:
+    case ErrorCode::malformed_response:
+    case ErrorCode::too_large:
+    case ErrorCode::hash_mismatch:
+    case ErrorCode::size_mismatch:
+      return send_error(res, 502, "BadGateway", error.message);
+    case ErrorCode::timeout:
+      return send_error(res, 504, "GatewayTimeout", error.message);
+    case ErrorCode::busy:
+    case ErrorCode::shutting_down:
+      return send_error(res, 503, "ServiceUnavailable", error.message);
     default:
       return send_error(res, 500, "InternalError", error.message);
   }

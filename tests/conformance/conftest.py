@@ -60,14 +60,14 @@ class HubServer:
     """`kernelhub serve --root ROOT --port 0 --port-file F` as a child process (ROOT: the
     fixture store unless given)."""
 
-    def __init__(self, workdir: Path, root: Path = HUB_ROOT):
+    def __init__(self, workdir: Path, root: Path = HUB_ROOT, extra_args: tuple = ()):
         assert KERNELHUB.exists(), f"{KERNELHUB} is not built (scripts/build.sh)"
         assert root.is_dir(), f"hub store {root} is missing (scripts/build.sh)"
         port_file = workdir / "serve.port"
         self._log = open(workdir / "serve.log", "wb")
         self.proc = subprocess.Popen(
             [str(KERNELHUB), "serve", "--root", str(root), "--port", "0",
-             "--port-file", str(port_file)],
+             "--port-file", str(port_file), *extra_args],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while True:

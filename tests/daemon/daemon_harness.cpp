@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml,
                              const std::map<std::string, std::string>& extra_env,
-                             std::chrono::seconds resolve_ttl)
+                             std::chrono::seconds resolve_ttl, std::string http_listen)
     : socket(fx.tmp.path() / "run" / "kernelhub.sock"),
       cache_dir(fx.tmp.path() / "daemon-cache"),
       policy_file(fx.tmp.path() / "policy.toml") {
@@ -25,6 +25,7 @@ DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml,
   options.use_socket_activation = false;
   options.resolve_ttl = resolve_ttl;
   options.shutdown_grace = std::chrono::seconds(5);
+  options.http_listen = std::move(http_listen);
   if (policy_toml) {
     std::ofstream(policy_file) << *policy_toml;
     options.policy_file = policy_file;

@@ -26,7 +26,8 @@ class DaemonHarness {
   // `resolve_ttl`: how long the daemon reuses a version -> commit answer (0: asks each time).
   explicit DaemonHarness(std::optional<std::string> policy_toml = std::nullopt,
                          const std::map<std::string, std::string>& extra_env = {},
-                         std::chrono::seconds resolve_ttl = std::chrono::seconds(60));
+                         std::chrono::seconds resolve_ttl = std::chrono::seconds(60),
+                         std::string http_listen = {});
   ~DaemonHarness();
 
   FetchFixture fx;

@@ -64,8 +64,8 @@ TEST_CASE(
   // The shared download did follow the move: the new org was asked for its files.
   CHECK(h.fx.server->count("GET", "SageAttention/demo-fetch") >= 1);
 
-  const auto allowed = client.call(fetch_request({"kernels-community", "moved"}, 2,
-                                                 {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}}));
+  const auto allowed = client.call(
+      fetch_request({"kernels-community", "moved"}, 2, {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}}));
   INFO(allowed.frame.dump());
   REQUIRE(allowed.frame.at("type") == "fetched");
   CHECK(allowed.frame.at("repo") == "SageAttention/demo-fetch");
