@@ -17,11 +17,14 @@ DEB_PACKAGES=(
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libarchive-dev libspdlog-dev
   libcli11-dev catch2 libcpp-httplib-dev libtomlplusplus-dev libsystemd-dev systemd strace
   python3 python3-venv python3-dev clang libclang-rt-14-dev util-linux
-  openssl
+  openssl nginx iproute2
 )
 # openssl: the CLI the offline Sigstore test signer mints RFC 3161 timestamps with. The
 # Sigstore trusted roots kernelhub pins come from the venv's `sigstore` wheel (requirements.txt;
 # compiled in by cmake/SigstoreRoots.cmake).
+# nginx, iproute2: the site cache (deploy/nginx) and its test (tests/site: network namespaces).
+# Debian 12's `nginx` is the smallest package with proxy_cache and TLS to upstreams
+# (nginx-light is it plus the echo module). Its own service is never used: see below.
 
 missing=()
 for pkg in "${DEB_PACKAGES[@]}"; do
@@ -37,6 +40,16 @@ else
   fi
   say "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # Packages must not start their services here (nginx's would take port 80, and where it
+  # cannot start, its postinst fails the install; a container has no init to start it anyway):
+  # Debian's policy-rc.d hook says no to every invoke-rc.d for the duration of the install.
+  # An existing hook (Docker images ship one) is the admin's and stays; ours goes afterwards.
+  policy=/usr/sbin/policy-rc.d
+  if [[ ! -e "${policy}" ]]; then
+    trap 'rm -f "${policy}"' EXIT
+    printf '#!/bin/sh\n# scripts/setup.sh: no service starts while it installs packages\nexit 101\n' >"${policy}"
+    chmod 0755 "${policy}"
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
