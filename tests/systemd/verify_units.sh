@@ -33,7 +33,7 @@ DAEMON="${PREFIX}/sbin/kernelhubd"
 [[ -x "${DAEMON}" ]] || fail "not installed: kernelhubd (bin/ or sbin/)"
 
 # The units must name the binary and policy under the prefix actually installed to.
-grep -qx "ExecStart=${DAEMON} --cache-dir /var/cache/kernelhub --policy ${PREFIX}/etc/kernelhub/policy.toml" \
+grep -qx "ExecStart=${DAEMON} --cache-dir /var/cache/kernelhub --policy ${PREFIX}/etc/kernelhub/policy.toml \\\$KERNELHUBD_OPTIONS" \
   "${UNITS}/kernelhubd.service" || fail "ExecStart does not point into the install prefix: $(grep ExecStart= "${UNITS}/kernelhubd.service")"
 grep -qx "ListenStream=/run/kernelhub/kernelhub.sock" "${UNITS}/kernelhubd.socket" || fail "socket path"
 
