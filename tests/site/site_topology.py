@@ -240,18 +240,20 @@ class Hub:
 class Site:
     """deploy/nginx/run-site-cache.sh in the site namespace, listening on SITE_ADDR."""
 
-    def __init__(self, topo: Topology, upstream: str, cache_dir: Path, log: Path, extra_args=()):
+    def __init__(self, topo: Topology, upstream: str, cache_dir: Path, log: Path, extra_args=(),
+                 port: int = SITE_PORT):
         self.topo = topo
         self.cache_dir = cache_dir
         self.upstream = upstream
         self.log = log
         self.extra_args = list(extra_args)
-        self.endpoint = f"http://{SITE_ADDR}:{SITE_PORT}"
+        self.listen = f"{SITE_ADDR}:{port}"
+        self.endpoint = f"http://{self.listen}"
         self.proc: subprocess.Popen | None = None
         self.start()
 
     def start(self) -> None:
-        self.proc = self.topo.popen(self.topo.site, [str(SITE_SCRIPT), "--listen", f"{SITE_ADDR}:{SITE_PORT}",
+        self.proc = self.topo.popen(self.topo.site, [str(SITE_SCRIPT), "--listen", self.listen,
                                                      "--upstream", self.upstream, "--cache-dir", str(self.cache_dir),
                                                      *self.extra_args], self.log)
         deadline = time.monotonic() + 30

@@ -13,6 +13,7 @@ goes through the Hub's redirect to its object URL, which the site follows itself
   kernels-community/flash-attn2 v3  site restarted in the middle of its (trickled) download
   kernels-community/flash-attn3 v1  a byte flipped in the site's cached copy: refused by the node
   kernels-community/relu v2         kernels.get_kernel (Python) through the site
+and real_hub_shapes.py, for answers of the real Hub that `kernelhub serve` does not give.
 """
 
 import hashlib
@@ -20,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,7 +29,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from site_topology import REPO_ROOT, Hub, Node, Site, Topology, missing_prerequisites, sha256_file, tree_hashes
+import real_hub_shapes
+from site_topology import (HUB_ADDR, REPO_ROOT, SITE_PORT, Hub, Node, Site, Topology, missing_prerequisites,
+                           sha256_file, tree_hashes)
 
 BIN_DIR = Path(os.environ.get("KH_BIN_DIR", REPO_ROOT / "build" / "bin"))
 HUB_ROOT = Path(os.environ.get("KH_FIXTURE_HUB", REPO_ROOT / "build" / "fixtures" / "hub"))
@@ -299,6 +303,56 @@ def test_cache_rules(site):
             assert h["status"] == "307" and h["location"] == path.replace(f"{repo}-renamed", repo), h
     finally:
         hub.set_faults({})
+
+
+def test_real_hub_answers_that_kernelhub_serve_does_not_give(site):
+    """Xet, the resolve cache, org-less repos, an object host's cookie: answers of the real Hub,
+    played by real_hub_shapes.py, through a second site cache on another port."""
+    topo, node = site.topo, site.topo.nodes[0]
+    port = 9090
+    shapes = topo.popen(topo.hub, [sys.executable, real_hub_shapes.__file__, HUB_ADDR, str(port)],
+                        site.work / "shapes.log")
+    upstream_url = f"http://{HUB_ADDR}:{port}"
+    deadline = time.monotonic() + 20
+    while topo.curl(topo.site, f"{upstream_url}/_log", "--fail", "-o", "/dev/null", timeout=2).returncode != 0:
+        assert shapes.poll() is None and time.monotonic() < deadline, (site.work / "shapes.log").read_text()
+        time.sleep(0.1)
+    second = Site(topo, upstream_url, site.work / "site2", site.work / "site2.log", port=SITE_PORT + 1)
+    sha = real_hub_shapes.SHA
+    try:
+        def get(path: str, *args: str) -> tuple[dict, bytes]:
+            body = site.work / "shape.body"
+            out = topo.curl(node, second.endpoint + path, "-D", "-", "-o", str(body), *args)
+            return headers_of(out.stdout), body.read_bytes()
+
+        # A listing's "xetHash" is renamed (clients would go to the Xet CAS around the site).
+        for status in ("MISS", "HIT"):
+            h, body = get(f"/api/models/org/name/tree/{sha}")
+            assert h["x-site-cache"] == status and b'"xetHash"' not in body, (h, body)
+            assert json.loads(body)[0]["lfs"]["oid"] == real_hub_shapes.LINKED_ETAG.strip('"')
+        # The resolve cache: its host-less 307 reaches the client as sent; what it leads to is a
+        # file, stored by commit, and a file's bytes are never edited (even JSON naming xetHash).
+        h, _ = get("/org/name/resolve/main/small.json")
+        assert h["status"] == "307" and h["location"].startswith(f"/api/resolve-cache/models/org/name/{sha}/")
+        location = h["location"]
+        for status in ("MISS", "HIT"):
+            h, body = get(location)
+            assert h["x-site-cache"] == status and body == real_hub_shapes.SMALL_BODY, (h, body)
+        for status in ("MISS", "HIT"):
+            assert get(f"/legacy/resolve/{sha}/config.json")[0]["x-site-cache"] == status
+        # An Xet/LFS file: the site follows the redirect; no Xet header or Link reaches the
+        # client, the object host's ETag and cookie neither, and the answer is stored.
+        for status in ("MISS", "HIT"):
+            h, body = get(f"/org/name/resolve/{sha}/xet.bin")
+            assert h["status"] == "200" and h["x-site-cache"] == status and body == real_hub_shapes.XET_BODY, h
+            assert h["x-repo-commit"] == sha and h["x-linked-etag"] == real_hub_shapes.LINKED_ETAG
+            assert h["etag"] == f'"{"4" * 40}"' and h["x-linked-size"] == str(len(real_hub_shapes.XET_BODY))
+            assert not [k for k in h if k.startswith("x-xet") or k in ("link", "set-cookie", "location")], h
+        log = json.loads(topo.curl(topo.site, f"{upstream_url}/_log", "--fail").stdout)
+        assert log.count(["GET", "/cdn/xet.bin?sig=1"]) == 1
+    finally:
+        second.stop()
+        Topology.stop(shapes)
 
 
 def test_site_restart_in_the_middle_of_a_download(site):
