@@ -52,7 +52,8 @@ while (($#)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --check) check=1; shift; continue ;;
-    --listen | --upstream | --cache-dir | --max-size | --ref-ttl | --user | --ca-file | --resolver | --nginx)
+    --listen | --upstream | --cache-dir | --max-size | --ref-ttl | --user | --ca-file | --resolver | \
+      --nginx)
       (($# >= 2)) || die "$1 needs a value (see --help)" ;;
     *) usage >&2; die "unknown argument: $1" ;;
   esac
@@ -166,7 +167,8 @@ if ((EUID == 0)); then
   chmod 0750 -- "${run}"
   # The workers reach objects/, tmp/ and run/ through every folder above them.
   runuser -u "${user}" -- test -w "${objects}" -a -w "${tmp}" -a -x "${run}" ||
-    die "user ${user} cannot reach ${cache_dir} (a parent folder is closed to it?); use --user or another --cache-dir"
+    die "user ${user} cannot reach ${cache_dir} (a parent folder is closed to it?);" \
+      "use --user or another --cache-dir"
 elif [[ -n "${user}" ]]; then
   die "--user needs root (nginx cannot switch users otherwise)"
 fi
