@@ -12,7 +12,7 @@
 namespace kernelhub::daemon {
 
 struct AtomicCounters {
-  static constexpr auto relaxed = std::memory_order_relaxed;
+  static constexpr auto kRelaxed = std::memory_order_relaxed;
   // ErrorCode::internal is the last code.
   static constexpr std::size_t kErrorCodes = static_cast<std::size_t>(ErrorCode::internal) + 1;
 
@@ -37,9 +37,9 @@ struct AtomicCounters {
 
   // An error answered to a client (socket or HTTP), by its code.
   void count_error(ErrorCode code) {
-    errors.fetch_add(1, relaxed);
+    errors.fetch_add(1, kRelaxed);
     if (const auto i = static_cast<std::size_t>(code); i < kErrorCodes)
-      errors_by_code[i].fetch_add(1, relaxed);
+      errors_by_code[i].fetch_add(1, kRelaxed);
   }
   void observe_flight(std::chrono::steady_clock::duration took) {
     const double seconds = std::chrono::duration<double>(took).count();
@@ -47,37 +47,37 @@ struct AtomicCounters {
     while (bucket < proto::kFlightSecondsBounds.size() &&
            seconds > proto::kFlightSecondsBounds[bucket])
       ++bucket;
-    flight_buckets[bucket].fetch_add(1, relaxed);
+    flight_buckets[bucket].fetch_add(1, kRelaxed);
     flight_micros_sum.fetch_add(
         static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(took).count()),
-        relaxed);
+        kRelaxed);
   }
 
   DaemonCounters snapshot() const {
     DaemonCounters c;
-    c.requests = requests.load(relaxed);
-    c.hits = hits.load(relaxed);
-    c.misses = misses.load(relaxed);
-    c.bytes_downloaded = bytes_downloaded.load(relaxed);
-    c.upstream_requests = upstream_requests.load(relaxed);
-    c.errors = errors.load(relaxed);
-    c.connections = connections.load(relaxed);
-    c.active_connections = active_connections.load(relaxed);
-    c.rollbacks_refused = rollbacks_refused.load(relaxed);
-    c.signatures_refused = signatures_refused.load(relaxed);
-    c.signatures_warned = signatures_warned.load(relaxed);
-    c.trust_refused = trust_refused.load(relaxed);
-    c.http_requests = http_requests.load(relaxed);
-    c.flights = flights.load(relaxed);
-    c.flights_active = flights_active.load(relaxed);
+    c.requests = requests.load(kRelaxed);
+    c.hits = hits.load(kRelaxed);
+    c.misses = misses.load(kRelaxed);
+    c.bytes_downloaded = bytes_downloaded.load(kRelaxed);
+    c.upstream_requests = upstream_requests.load(kRelaxed);
+    c.errors = errors.load(kRelaxed);
+    c.connections = connections.load(kRelaxed);
+    c.active_connections = active_connections.load(kRelaxed);
+    c.rollbacks_refused = rollbacks_refused.load(kRelaxed);
+    c.signatures_refused = signatures_refused.load(kRelaxed);
+    c.signatures_warned = signatures_warned.load(kRelaxed);
+    c.trust_refused = trust_refused.load(kRelaxed);
+    c.http_requests = http_requests.load(kRelaxed);
+    c.flights = flights.load(kRelaxed);
+    c.flights_active = flights_active.load(kRelaxed);
     for (std::size_t i = 0; i < kErrorCodes; ++i) {
-      if (const auto n = errors_by_code[i].load(relaxed); n > 0)
+      if (const auto n = errors_by_code[i].load(kRelaxed); n > 0)
         c.errors_by_class.emplace(to_string(static_cast<ErrorCode>(i)), n);
     }
     for (const auto& bucket : flight_buckets)
-      c.flight_seconds_buckets.push_back(bucket.load(relaxed));
-    c.flight_seconds_sum = static_cast<double>(flight_micros_sum.load(relaxed)) / 1e6;
+      c.flight_seconds_buckets.push_back(bucket.load(kRelaxed));
+    c.flight_seconds_sum = static_cast<double>(flight_micros_sum.load(kRelaxed)) / 1e6;
     return c;
   }
 };

@@ -82,7 +82,7 @@ Result<void> LocalHub::start() {
   d.server.new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
   d.server.set_keep_alive_timeout(2);
   d.server.set_read_timeout(10, 0);
-  d.server.set_payload_max_length(64 * 1024);  // read-only API: nothing big comes in
+  d.server.set_payload_max_length(std::size_t{64} * 1024);  // read-only API: nothing big comes in
   d.server.set_pre_routing_handler([&d](const httplib::Request&, httplib::Response&) {
     d.counters.http_requests.fetch_add(1, std::memory_order_relaxed);
     return httplib::Server::HandlerResponse::Unhandled;

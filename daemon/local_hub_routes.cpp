@@ -17,10 +17,10 @@ using hub::server::send_json;
 
 constexpr const char* kRepoApi = R"(/api/(kernels|models)/([^/]+)/([^/]+))";
 // Files outside build/<variant>/ (kernel-status.toml, README.md) are passed on when small.
-constexpr std::size_t kMaxSmallFile = 1024 * 1024;
-constexpr std::size_t kChunk = 256 * 1024;
+constexpr std::size_t kMaxSmallFile = std::size_t{1024} * 1024;
+constexpr std::size_t kChunk = std::size_t{256} * 1024;
 
-const char* kHttpTrustNote =
+constexpr const char* kHttpTrustNote =
     " (kernelhubd's local Hub sees no client environment and no peer credential: its admin "
     "policy alone decides trust over HTTP, so trust_remote_code and "
     "DIFFUSERS_TRUST_REMOTE_KERNELS do not count here; ask the admin to add the publisher to "
@@ -147,11 +147,11 @@ class Handler {
 
   // "build/<variant>/<file...>" -> variant.
   static std::optional<std::string> variant_of(const std::string& path) {
-    constexpr std::string_view prefix = "build/";
-    if (path.rfind(prefix, 0) != 0) return std::nullopt;
-    const auto end = path.find('/', prefix.size());
-    if (end == std::string::npos || end == prefix.size()) return std::nullopt;
-    return path.substr(prefix.size(), end - prefix.size());
+    constexpr std::string_view kPrefix = "build/";
+    if (path.rfind(kPrefix, 0) != 0) return std::nullopt;
+    const auto end = path.find('/', kPrefix.size());
+    if (end == std::string::npos || end == kPrefix.size()) return std::nullopt;
+    return path.substr(kPrefix.size(), end - kPrefix.size());
   }
 
   void head_only(std::uint64_t size) {

@@ -15,55 +15,18 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz/fuzz_store.hpp"
+#include "fuzz/http_stream.hpp"
 #include "hub/server/server_context.hpp"
 #include "hub/server/store_publisher.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::hub::server;
+using kernelhub::fuzzing::serve_and_check;
+using kernelhub::fuzzing::StreamServer;
 namespace fs = std::filesystem;
 
 namespace {
-
-// The request comes from the fuzz input; the response goes to a string.
-class InputStream final : public httplib::Stream {
- public:
-  explicit InputStream(std::string_view in) : in_(in) {}
-  bool is_readable() const override { return true; }
-  bool is_writable() const override { return out.size() < (8u << 20); }
-  ssize_t read(char* ptr, size_t size) override {
-    const auto n = std::min(size, in_.size());
-    std::copy_n(in_.data(), n, ptr);
-    in_.remove_prefix(n);
-    return static_cast<ssize_t>(n);
-  }
-  ssize_t write(const char* ptr, size_t size) override {
-    out.append(ptr, size);
-    return static_cast<ssize_t>(size);
-  }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = "127.0.0.1";
-    port = 40000;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    ip = "127.0.0.1";
-    port = 8080;
-  }
-  socket_t socket() const override { return -1; }
-
-  std::string out;
-
- private:
-  std::string_view in_;
-};
-
-// process_request is protected: the one entry point that takes a Stream.
-class StreamServer final : public httplib::Server {
- public:
-  bool serve(httplib::Stream& stream) {
-    bool closed = false;
-    return process_request(stream, /*close_connection=*/true, closed, [](httplib::Request&) {});
-  }
-};
 
 struct World {
   fs::path dir;
@@ -72,34 +35,6 @@ struct World {
 };
 
 World* world = nullptr;
-
-void write_file(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-// A small kernel repo, published on main and v1 (one file large enough for LFS).
-void make_store(const fs::path& root, const fs::path& source) {
-  const std::string variant = "build/torch-universal/relu/";
-  write_file(source / (variant + "__init__.py"), "from ._ops import ops\n");
-  write_file(source / (variant + "_ops.py"), "ops = None\n");
-  write_file(source / (variant + "metadata.json"), R"({"python-depends": []})");
-  write_file(source / "build/torch29-cxx11-cpu-x86_64-linux/relu/_relu.abi3.so",
-             std::string(kLfsThreshold + 17, '\x7f'));
-  write_file(source / "README.md", "# relu\n");
-  auto repo = trust::RepoId::parse("kernels-community/relu");
-  if (!repo) std::abort();
-  for (const char* branch : {"main", "v1"}) {
-    PublishRequest request;
-    request.root = root;
-    request.repo = *repo;
-    request.branch = branch;
-    request.message = "fuzz seed";
-    request.source = source;
-    request.timestamp = 1'700'000'000;
-    if (!publish_directory(request)) std::abort();
-  }
-}
 
 }  // namespace
 
@@ -110,7 +45,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (::mkdtemp(tmpl) == nullptr) std::abort();
   world->dir = tmpl;
   std::atexit([] { fs::remove_all(world->dir); });
-  make_store(world->dir / "store", world->dir / "src");
+  kernelhub::fuzzing::make_store(world->dir / "store", world->dir / "src");
   ServerOptions options;
   options.root = world->dir / "store";
   options.tree_page_size = 2;  // pagination (Link) with a small repo
@@ -125,10 +60,6 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 // NOLINTNEXTLINE(readability-identifier-naming): the names libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  InputStream stream(std::string_view(reinterpret_cast<const char*>(data), size));
-  (void)world->server.serve(stream);
-  const std::string& out = stream.out;
-  if (!out.empty() && !out.starts_with("HTTP/1.1 ")) __builtin_trap();
-  if (out.starts_with("HTTP/1.1 500")) __builtin_trap();
+  serve_and_check(world->server, data, size);
   return 0;
 }

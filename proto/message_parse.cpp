@@ -1,4 +1,5 @@
 // parse_message: frame JSON -> typed Message, strictly (see messages.hpp).
+#include <array>
 #include <utility>
 
 #include "proto/json_fields.hpp"
@@ -200,11 +201,11 @@ Result<Counters> parse_counters(const nlohmann::json& value) {
   c.signatures_refused = signatures_refused.value_or(0);
   KH_PROTO_GET(signatures_warned, f.optional_uint("signatures_warned"));
   c.signatures_warned = signatures_warned.value_or(0);
-  std::pair<const char*, std::uint64_t*> optional_members[] = {
-      {"trust_refused", &c.trust_refused},
-      {"http_requests", &c.http_requests},
-      {"flights", &c.flights},
-      {"flights_active", &c.flights_active}};
+  const std::array<std::pair<const char*, std::uint64_t*>, 4> optional_members{
+      {{"trust_refused", &c.trust_refused},
+       {"http_requests", &c.http_requests},
+       {"flights", &c.flights},
+       {"flights_active", &c.flights_active}}};
   for (auto [key, target] : optional_members) {
     KH_PROTO_GET(n, f.optional_uint(key));
     *target = n.value_or(0);

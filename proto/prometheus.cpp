@@ -1,5 +1,6 @@
 #include "proto/prometheus.hpp"
 
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <string_view>
@@ -8,9 +9,9 @@ namespace kernelhub::proto {
 namespace {
 
 std::string number(double value) {
-  char buffer[32];
-  const auto end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
-  return {buffer, end};
+  std::array<char, 32> buffer{};
+  const auto end = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value).ptr;
+  return {buffer.data(), end};
 }
 std::string number(std::uint64_t value) { return std::to_string(value); }
 std::string number(int value) { return std::to_string(value); }
@@ -54,20 +55,20 @@ std::string label_value(std::string_view text) {
 }
 
 void flight_histogram(Exposition& e, const Counters& c) {
-  constexpr const char* name = "kernelhub_flight_duration_seconds";
-  e.family(name, "histogram",
+  constexpr const char* kName = "kernelhub_flight_duration_seconds";
+  e.family(kName, "histogram",
            "Time from the start of a download flight (after its turn) to its result.");
   std::uint64_t cumulative = 0;
   const bool have = c.flight_seconds_buckets.size() == kFlightSecondsBounds.size() + 1;
   for (std::size_t i = 0; i < kFlightSecondsBounds.size(); ++i) {
     if (have) cumulative += c.flight_seconds_buckets[i];
-    e.sample(std::string(name) + "_bucket", cumulative,
+    e.sample(std::string(kName) + "_bucket", cumulative,
              "le=\"" + number(kFlightSecondsBounds[i]) + '"');
   }
   if (have) cumulative += c.flight_seconds_buckets.back();
-  e.sample(std::string(name) + "_bucket", cumulative, "le=\"+Inf\"");
-  e.sample(std::string(name) + "_sum", c.flight_seconds_sum);
-  e.sample(std::string(name) + "_count", cumulative);
+  e.sample(std::string(kName) + "_bucket", cumulative, "le=\"+Inf\"");
+  e.sample(std::string(kName) + "_sum", c.flight_seconds_sum);
+  e.sample(std::string(kName) + "_count", cumulative);
 }
 
 }  // namespace

@@ -85,6 +85,7 @@ TEST_CASE("the local Hub serves a kernel from the verified cache, one download f
 
     // Eight clients at once: one flight downloads each file of the variant once.
     std::vector<std::future<httplib::Result>> gets;
+    gets.reserve(8);
     for (int i = 0; i < 8; ++i) {
       gets.push_back(std::async(std::launch::async, [&] {
         auto c = client_of(h);
@@ -97,10 +98,10 @@ TEST_CASE("the local Hub serves a kernel from the verified cache, one download f
       REQUIRE(res->status == 200);
       CHECK(res->body == files.at(kSoName));
     }
+    const std::string variant_dir = "/resolve/" + h.fx.commit + "/build/" + kCpuVariant + "/";
     for (const auto& [name, content] : files) {
       INFO(name);
-      CHECK(h.fx.server->count(
-                "GET", "/resolve/" + h.fx.commit + "/build/" + kCpuVariant + "/" + name) == 1);
+      CHECK(h.fx.server->count("GET", variant_dir + name) == 1);
     }
     const auto downloads = h.fx.file_gets();
     auto small =

@@ -37,10 +37,10 @@ TEST_CASE("journal lines start with the syslog priority", "[daemon][log]") {
 
 TEST_CASE("the journal is used only when stderr is the stream JOURNAL_STREAM names",
           "[daemon][log]") {
-  char path[] = "/tmp/kh-log-XXXXXX";
-  kernelhub::UniqueFd fd(::mkstemp(path));
+  std::string path = "/tmp/kh-log-XXXXXX";
+  kernelhub::UniqueFd fd(::mkstemp(path.data()));
   REQUIRE(fd);
-  ::unlink(path);
+  ::unlink(path.c_str());
   struct stat st {};
   REQUIRE(::fstat(fd.get(), &st) == 0);
   const std::string same = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);

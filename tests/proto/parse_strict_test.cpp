@@ -177,7 +177,7 @@ TEST_CASE("status counters: the metrics members are bounded and optional", "[pro
     frame["counters"][key] = std::move(value);
     return frame;
   };
-  const std::pair<const char*, json> bad[] = {
+  const std::vector<std::pair<const char*, json>> bad = {
       {"errors_by_class", json::array()},
       {"errors_by_class", json{{"Repo Not Found", 1}}},
       {"errors_by_class", json{{"x\"}", 1}}},
