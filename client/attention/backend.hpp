@@ -52,6 +52,9 @@ struct Backend {
   std::function<void()> activate;
   // Computes attention; inputs already validated against `honours`.
   std::function<at::Tensor(const AttentionInputs&)> run;
+  // The same with the log-sum-exp (B, H, Sq) float32; empty when the backend cannot produce
+  // it (dispatch_attention_with_lse then refuses, naming the backends that can).
+  std::function<AttentionWithLse(const AttentionInputs&)> run_with_lse;
 };
 
 // Family registration entry points (each appends its backends).

@@ -103,11 +103,9 @@ void refuse_unhonoured(const Backend& backend, const AttentionOptions& options) 
   }
 }
 
-}  // namespace
-
-at::Tensor run_backend(const Backend& backend, const at::Tensor& query, const at::Tensor& key,
-                       const at::Tensor& value, const AttentionOptions& options) {
-  const AttentionInputs inputs{query, key, value, options};
+// Everything a call is checked for before its backend runs.
+void prepare(const Backend& backend, const AttentionInputs& inputs) {
+  const auto& [query, key, value, options] = inputs;
   if (query.dim() != 4 || key.dim() != 4 || value.dim() != 4) refuse_rank(inputs);
   // Diffusers runs its constraints before the backend sees anything, so with checks on the
   // same inputs fail with the same texts.
@@ -116,8 +114,12 @@ at::Tensor run_backend(const Backend& backend, const at::Tensor& query, const at
   }
   validate_shapes(inputs);
   refuse_unhonoured(backend, options);
+}
+
+template <class Run>
+auto run_aten(const Backend& backend, Run run) {
   try {
-    return backend.run(inputs);
+    return run();
   } catch (const c10::Error& error) {
     // ATen's own refusals (dtype mixes, unsupported head sizes, ...) reach callers as
     // dispatcher errors, with the backend named.
@@ -125,6 +127,31 @@ at::Tensor run_backend(const Backend& backend, const at::Tensor& query, const at
                          " Set DIFFUSERS_ATTN_CHECKS=1 for the per-call input checks, or try "
                          "the native backend.");
   }
+}
+
+}  // namespace
+
+at::Tensor run_backend(const Backend& backend, const at::Tensor& query, const at::Tensor& key,
+                       const at::Tensor& value, const AttentionOptions& options) {
+  const AttentionInputs inputs{query, key, value, options};
+  prepare(backend, inputs);
+  return run_aten(backend, [&] { return backend.run(inputs); });
+}
+
+AttentionWithLse run_backend_with_lse(const Backend& backend, const at::Tensor& query,
+                                      const at::Tensor& key, const at::Tensor& value,
+                                      const AttentionOptions& options) {
+  if (!backend.run_with_lse) {
+    throw UnsupportedArgument(
+        backend.name +
+        " does not support return_lse: it cannot produce the log-sum-exp of its scores. Use "
+        "dispatch_attention for the output alone, or a backend that returns the lse: native, "
+        "_native_math, _native_flash, _native_efficient, _native_cudnn, flash_hub, _flash_3_hub, "
+        "flash or _flash_3.");
+  }
+  const AttentionInputs inputs{query, key, value, options};
+  prepare(backend, inputs);
+  return run_aten(backend, [&] { return backend.run_with_lse(inputs); });
 }
 
 }  // namespace kernelhub::attention::detail
@@ -136,6 +163,14 @@ at::Tensor dispatch_attention(const at::Tensor& query, const at::Tensor& key,
   const detail::Backend& backend =
       options.backend ? detail::resolve_named(*options.backend) : detail::active();
   return detail::run_backend(backend, query, key, value, options);
+}
+
+AttentionWithLse dispatch_attention_with_lse(const at::Tensor& query, const at::Tensor& key,
+                                             const at::Tensor& value,
+                                             const AttentionOptions& options) {
+  const detail::Backend& backend =
+      options.backend ? detail::resolve_named(*options.backend) : detail::active();
+  return detail::run_backend_with_lse(backend, query, key, value, options);
 }
 
 }  // namespace kernelhub::attention

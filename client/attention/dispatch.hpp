@@ -8,5 +8,9 @@ namespace kernelhub::attention::detail {
 
 at::Tensor run_backend(const Backend& backend, const at::Tensor& query, const at::Tensor& key,
                        const at::Tensor& value, const AttentionOptions& options);
+// The same through backend.run_with_lse; UnsupportedArgument when the backend has none.
+AttentionWithLse run_backend_with_lse(const Backend& backend, const at::Tensor& query,
+                                      const at::Tensor& key, const at::Tensor& value,
+                                      const AttentionOptions& options);
 
 }  // namespace kernelhub::attention::detail

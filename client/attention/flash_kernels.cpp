@@ -25,6 +25,20 @@ at::Tensor contiguous_last_dim(const at::Tensor& t) {
   return t.stride(-1) == 1 ? t : t.contiguous();
 }
 
+// A kernel's softmax_lse, checked to be (B, H, Sq): a build that returns none (or another
+// layout) is refused rather than passed on.
+at::Tensor checked_lse(const at::Tensor& lse, const AttentionInputs& inputs) {
+  const auto& q = inputs.query;
+  if (!lse.defined() || lse.dim() != 3 || lse.size(0) != q.size(0) || lse.size(1) != q.size(2) ||
+      lse.size(2) != q.size(1)) {
+    throw UnsupportedArgument(
+        "this flash-attention kernel build returns no softmax_lse of shape (batch, heads, "
+        "seq_len), so return_lse cannot be served by it. Use native or _native_flash for the "
+        "lse, or a build of the kernel that returns it.");
+  }
+  return lse.to(at::kFloat);
+}
+
 }  // namespace
 
 double softmax_scale(const AttentionInputs& inputs) {
@@ -32,7 +46,11 @@ double softmax_scale(const AttentionInputs& inputs) {
   return 1.0 / std::sqrt(static_cast<double>(inputs.query.size(-1)));
 }
 
-at::Tensor flash2_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs) {
+namespace {
+
+// FA2 `fwd`'s output (head dim unpadded) and its softmax_lse as the kernel returned it.
+std::pair<at::Tensor, at::Tensor> flash2_outputs(const loader::KernelOp& fwd,
+                                                 const AttentionInputs& inputs) {
   const int64_t d = inputs.query.size(-1);
   auto q = contiguous_last_dim(pad_head_dim(inputs.query, 8));
   auto k = contiguous_last_dim(pad_head_dim(inputs.key, 8));
@@ -43,7 +61,32 @@ at::Tensor flash2_forward(const loader::KernelOp& fwd, const AttentionInputs& in
       {q, k, v, c10::IValue(), c10::IValue(), inputs.options.dropout_p, softmax_scale(inputs),
        inputs.options.is_causal, int64_t{-1}, int64_t{-1}, 0.0, false, c10::IValue()}));
   at::Tensor out = outputs.at(0);
-  return out.size(-1) == d ? out : out.narrow(-1, 0, d);
+  return {out.size(-1) == d ? out : out.narrow(-1, 0, d),
+          outputs.size() > 1 ? outputs[1] : at::Tensor()};
+}
+
+// FA3 `fwd` in the batch layout: its output and softmax_lse.
+std::pair<at::Tensor, at::Tensor> flash3_batch_outputs(const loader::KernelOp& fwd,
+                                                       const AttentionInputs& inputs) {
+  // -> (Tensor(out!), Tensor softmax_lse, Tensor out_accum, Tensor softmax_lse_accum)
+  auto outputs = loader::output_tensors(fwd.call_named({{"q", contiguous_last_dim(inputs.query)},
+                                                        {"k", contiguous_last_dim(inputs.key)},
+                                                        {"v", contiguous_last_dim(inputs.value)},
+                                                        {"softmax_scale", softmax_scale(inputs)},
+                                                        {"is_causal", inputs.options.is_causal}}));
+  return {outputs.at(0), outputs.size() > 1 ? outputs[1] : at::Tensor()};
+}
+
+}  // namespace
+
+at::Tensor flash2_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs) {
+  return flash2_outputs(fwd, inputs).first;
+}
+
+AttentionWithLse flash2_forward_with_lse(const loader::KernelOp& fwd,
+                                         const AttentionInputs& inputs) {
+  auto [out, lse] = flash2_outputs(fwd, inputs);
+  return {out, checked_lse(lse, inputs)};
 }
 
 at::Tensor flash2_varlen_forward(const loader::KernelOp& varlen_fwd,
@@ -83,26 +126,29 @@ at::Tensor flash2_varlen_forward(const loader::KernelOp& varlen_fwd,
   return unpack_varlen_output(out, pack);
 }
 
+AttentionWithLse flash3_forward_with_lse(const loader::KernelOp& fwd,
+                                         const AttentionInputs& inputs) {
+  auto [out, lse] = flash3_batch_outputs(fwd, inputs);
+  return {out, checked_lse(lse, inputs)};
+}
+
 at::Tensor flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs, bool varlen) {
+  if (!varlen) return flash3_batch_outputs(fwd, inputs).first;
   // FA3's fwd has a default for everything after v: pass what this call needs by name.
-  std::vector<std::pair<std::string_view, c10::IValue>> arguments;
-  std::optional<VarlenPack> pack;
-  if (varlen) {
-    pack = pack_varlen(inputs.query, inputs.key, inputs.value, inputs.options.attn_mask);
-    arguments = {{"q", contiguous_last_dim(pack->query)}, {"k", contiguous_last_dim(pack->key)},
-                 {"v", contiguous_last_dim(pack->value)}, {"cu_seqlens_q", pack->cu_seqlens_q},
-                 {"cu_seqlens_k", pack->cu_seqlens_k},    {"max_seqlen_q", pack->max_seqlen_q},
-                 {"max_seqlen_k", pack->max_seqlen_k}};
-  } else {
-    arguments = {{"q", contiguous_last_dim(inputs.query)},
-                 {"k", contiguous_last_dim(inputs.key)},
-                 {"v", contiguous_last_dim(inputs.value)}};
-  }
-  arguments.emplace_back("softmax_scale", softmax_scale(inputs));
-  arguments.emplace_back("is_causal", inputs.options.is_causal);
+  const VarlenPack pack =
+      pack_varlen(inputs.query, inputs.key, inputs.value, inputs.options.attn_mask);
   // -> (Tensor(out!), Tensor softmax_lse, Tensor out_accum, Tensor softmax_lse_accum)
-  at::Tensor out = loader::output_tensors(fwd.call_named(std::move(arguments))).at(0);
-  return pack ? unpack_varlen_output(out, *pack) : out;
+  at::Tensor out = loader::output_tensors(fwd.call_named({{"q", contiguous_last_dim(pack.query)},
+                                                          {"k", contiguous_last_dim(pack.key)},
+                                                          {"v", contiguous_last_dim(pack.value)},
+                                                          {"cu_seqlens_q", pack.cu_seqlens_q},
+                                                          {"cu_seqlens_k", pack.cu_seqlens_k},
+                                                          {"max_seqlen_q", pack.max_seqlen_q},
+                                                          {"max_seqlen_k", pack.max_seqlen_k},
+                                                          {"softmax_scale", softmax_scale(inputs)},
+                                                          {"is_causal", inputs.options.is_causal}}))
+                       .at(0);
+  return unpack_varlen_output(out, pack);
 }
 
 Backend make_flash2_backend(std::string name, const std::shared_ptr<LazyOp>& op, bool varlen) {
@@ -116,6 +162,12 @@ Backend make_flash2_backend(std::string name, const std::shared_ptr<LazyOp>& op,
   backend.run = [op, varlen](const AttentionInputs& inputs) {
     return varlen ? flash2_varlen_forward(op->op(), inputs) : flash2_forward(op->op(), inputs);
   };
+  // Varlen kernels return the lse packed (H, total_q): not served yet.
+  if (!varlen) {
+    backend.run_with_lse = [op](const AttentionInputs& inputs) {
+      return flash2_forward_with_lse(op->op(), inputs);
+    };
+  }
   return backend;
 }
 
@@ -134,6 +186,11 @@ Backend make_flash3_backend(std::string name, const std::shared_ptr<LazyOp>& op,
   backend.run = [op, varlen](const AttentionInputs& inputs) {
     return flash3_forward(op->op(), inputs, varlen);
   };
+  if (!varlen) {
+    backend.run_with_lse = [op](const AttentionInputs& inputs) {
+      return flash3_forward_with_lse(op->op(), inputs);
+    };
+  }
   return backend;
 }
 

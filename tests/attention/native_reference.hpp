@@ -4,10 +4,14 @@
 // is involved, so a wrong reshape, scale or head mapping in a backend shows up as a diff.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/logsumexp.h>
+#include <ATen/ops/matmul.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/rand.h>
 #include <ATen/ops/randn.h>
@@ -66,6 +70,28 @@ inline at::Tensor reference_attention(const Qkv& in, const Reference& ref = {}) 
   }
   return at::scaled_dot_product_attention(q, k, v, mask, 0.0, false, ref.scale)
       .permute({0, 2, 1, 3});
+}
+
+// The log-sum-exp of each query row's scaled, masked scores, (B, H, Sq) in float64: what
+// return_lse must give.
+inline at::Tensor reference_lse(const Qkv& in, const Reference& ref = {}) {
+  at::Tensor q = in.q.to(at::kDouble).permute({0, 2, 1, 3});
+  at::Tensor k = in.k.to(at::kDouble).permute({0, 2, 1, 3});
+  k = k.repeat_interleave(q.size(1) / k.size(1), 1);
+  const double scale = ref.scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)).mul(scale);
+  const double minus_inf = -std::numeric_limits<double>::infinity();
+  if (ref.mask4d) {
+    scores = ref.mask4d->scalar_type() == at::kBool
+                 ? scores.masked_fill(ref.mask4d->logical_not(), minus_inf)
+                 : scores.add(ref.mask4d->to(at::kDouble));
+  }
+  if (ref.causal) {
+    const at::Tensor keep =
+        at::ones({q.size(2), k.size(2)}, at::TensorOptions().dtype(at::kBool)).tril();
+    scores = scores.masked_fill(keep.logical_not(), minus_inf);
+  }
+  return at::logsumexp(scores, -1);
 }
 
 inline double max_abs_diff(const at::Tensor& actual, const at::Tensor& expected) {

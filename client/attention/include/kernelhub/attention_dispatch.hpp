@@ -42,6 +42,19 @@ struct AttentionOptions {
 at::Tensor dispatch_attention(const at::Tensor& query, const at::Tensor& key,
                               const at::Tensor& value, const AttentionOptions& options = {});
 
+// dispatch_attention with Diffusers' return_lse=True: the output and, for each query row, the
+// log-sum-exp of its scaled and masked scores, lse (B, H, Sq) in float32 on the query's device
+// (Diffusers' layout; what merging partial attention needs: context parallelism, attention
+// sinks). A C++ function cannot change its return type with a flag, so this is its own entry
+// point. A backend that cannot produce the lse throws UnsupportedArgument naming those that can.
+struct AttentionWithLse {
+  at::Tensor out;  // (B, Sq, H, D)
+  at::Tensor lse;  // (B, H, Sq), float32
+};
+AttentionWithLse dispatch_attention_with_lse(const at::Tensor& query, const at::Tensor& key,
+                                             const at::Tensor& value,
+                                             const AttentionOptions& options = {});
+
 // Base of every dispatcher error.
 class AttentionError : public std::runtime_error {
  public:

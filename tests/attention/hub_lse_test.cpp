@@ -1,0 +1,55 @@
+// return_lse through the hub flash kernels (the fixture builds compute softmax_lse like the
+// real CUDA ones): flash_hub and _flash_3_hub against the float64 reference; the varlen
+// kernels and sage refuse it precisely.
+#include <ATen/ops/randn.h>
+
+#include "client/attention/include/kernelhub/attention.hpp"
+#include "tests/attention/hub_environment.hpp"
+#include "tests/attention/native_reference.hpp"
+
+// After the torch headers: c10 defines a glog-style CHECK that Catch2's must replace.
+#include <catch2/catch.hpp>
+
+namespace ka = kernelhub::attention;
+using kernelhub::testing::HubEnvironment;
+using namespace kernelhub::testing;
+
+TEST_CASE("return_lse: flash_hub and _flash_3_hub give the kernel's lse", "[hub][lse]") {
+  HubEnvironment hub;
+  for (const char* backend : {"flash_hub", "_flash_3_hub"}) {
+    for (const bool causal : {false, true}) {
+      INFO(backend << (causal ? ", causal" : ""));
+      // Equal lengths: flash-attention aligns a causal mask to the bottom right, SDPA (the
+      // reference) to the top left; they agree when Sq == Skv.
+      const Qkv in = random_qkv(2, 8, 8, 4, 2, 16, at::kFloat);
+      ka::AttentionOptions options;
+      options.backend = backend;
+      options.is_causal = causal;
+      options.enable_gqa = true;
+      const Reference ref{std::nullopt, causal, std::nullopt};
+      const auto result = ka::dispatch_attention_with_lse(in.q, in.k, in.v, options);
+      REQUIRE(result.lse.sizes() == at::IntArrayRef({2, 4, 8}));
+      CHECK(result.lse.scalar_type() == at::kFloat);
+      CHECK(max_abs_diff(result.lse, reference_lse(in, ref)) < 1e-5);
+      CHECK(max_abs_diff(result.out, reference_attention(in, ref)) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("return_lse is refused precisely where the backend cannot produce it", "[hub][lse]") {
+  HubEnvironment hub;
+  const Qkv in = random_qkv(1, 4, 4, 2, 2, 16, at::kFloat);
+  for (const char* backend : {"flash_varlen_hub", "_flash_3_varlen_hub"}) {
+    INFO(backend);
+    ka::AttentionOptions options;
+    options.backend = backend;
+    try {
+      (void)ka::dispatch_attention_with_lse(in.q, in.k, in.v, options);
+      FAIL("return_lse was not refused");
+    } catch (const ka::UnsupportedArgument& e) {
+      const std::string message = e.what();
+      CHECK(message.find(std::string(backend) + " does not support return_lse") == 0);
+      CHECK(message.find("_native_flash") != std::string::npos);
+    }
+  }
+}
