@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       std::make_unique<daemon::UpstreamMetadata>(env, std::chrono::seconds(60), world->counters);
   world->routes = std::make_unique<daemon::LocalHubRoutes>(
       daemon::RoutesContext{*world->service, *world->metadata, world->counters});
-  world->server.set_payload_max_length(64 * 1024);
+  world->server.set_payload_max_length(std::size_t{64} * 1024);
   world->routes->register_on(world->server);
   return 0;
 }

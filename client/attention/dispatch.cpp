@@ -146,8 +146,9 @@ AttentionWithLse run_backend_with_lse(const Backend& backend, const at::Tensor& 
         backend.name +
         " does not support return_lse: it cannot produce the log-sum-exp of its scores. Use "
         "dispatch_attention for the output alone, or a backend that returns the lse: native, "
-        "_native_math, _native_flash, _native_efficient, _native_cudnn, flash_hub, _flash_3_hub, "
-        "flash or _flash_3.");
+        "_native_math, _native_flash, _native_efficient, _native_cudnn, or the flash-attention "
+        "backends (flash_hub, flash_varlen_hub, _flash_3_hub, _flash_3_varlen_hub, flash, "
+        "flash_varlen, _flash_3, _flash_varlen_3).");
   }
   const AttentionInputs inputs{query, key, value, options};
   prepare(backend, inputs);

@@ -25,33 +25,25 @@ at::Tensor contiguous_last_dim(const at::Tensor& t) {
   return t.stride(-1) == 1 ? t : t.contiguous();
 }
 
-// A kernel's softmax_lse, checked to be (B, H, Sq): a build that returns none (or another
-// layout) is refused rather than passed on.
-at::Tensor checked_lse(const at::Tensor& lse, const AttentionInputs& inputs) {
-  const auto& q = inputs.query;
-  if (!lse.defined() || lse.dim() != 3 || lse.size(0) != q.size(0) || lse.size(1) != q.size(2) ||
-      lse.size(2) != q.size(1)) {
-    throw UnsupportedArgument(
-        "this flash-attention kernel build returns no softmax_lse of shape (batch, heads, "
-        "seq_len), so return_lse cannot be served by it. Use native or _native_flash for the "
-        "lse, or a build of the kernel that returns it.");
-  }
-  return lse.to(at::kFloat);
+at::Tensor unpad_head_dim(const at::Tensor& out, int64_t d) {
+  return out.size(-1) == d ? out : out.narrow(-1, 0, d);
 }
 
-}  // namespace
-
-double softmax_scale(const AttentionInputs& inputs) {
-  if (inputs.options.scale) return *inputs.options.scale;
-  return 1.0 / std::sqrt(static_cast<double>(inputs.query.size(-1)));
+// The second output of a kernel (softmax_lse), or undefined when the build returns none.
+at::Tensor second(const std::vector<at::Tensor>& outputs) {
+  return outputs.size() > 1 ? outputs[1] : at::Tensor();
 }
 
-namespace {
+// A varlen kernel's softmax_lse is packed (H, total_q); every query row is kept when packing
+// (only keys are masked), so it unpacks to (B, H, Sq). Anything else is passed on to be checked.
+at::Tensor unpack_varlen_lse(const at::Tensor& lse, const VarlenPack& pack) {
+  if (!lse.defined() || lse.dim() != 2 || lse.size(1) != pack.batch_size * pack.seq_len_q)
+    return lse;
+  return lse.unflatten(1, {pack.batch_size, pack.seq_len_q}).transpose(0, 1);
+}
 
-// FA2 `fwd`'s output (head dim unpadded) and its softmax_lse as the kernel returned it.
-std::pair<at::Tensor, at::Tensor> flash2_outputs(const loader::KernelOp& fwd,
-                                                 const AttentionInputs& inputs) {
-  const int64_t d = inputs.query.size(-1);
+// FA2 `fwd`: q (B,Sq,H,D), k/v (B,Skv,Hkv,D).
+AttentionWithLse flash2_batch(const loader::KernelOp& fwd, const AttentionInputs& inputs) {
   auto q = contiguous_last_dim(pad_head_dim(inputs.query, 8));
   auto k = contiguous_last_dim(pad_head_dim(inputs.key, 8));
   auto v = contiguous_last_dim(pad_head_dim(inputs.value, 8));
@@ -60,38 +52,12 @@ std::pair<at::Tensor, at::Tensor> flash2_outputs(const loader::KernelOp& fwd,
   auto outputs = loader::output_tensors(fwd.call(
       {q, k, v, c10::IValue(), c10::IValue(), inputs.options.dropout_p, softmax_scale(inputs),
        inputs.options.is_causal, int64_t{-1}, int64_t{-1}, 0.0, false, c10::IValue()}));
-  at::Tensor out = outputs.at(0);
-  return {out.size(-1) == d ? out : out.narrow(-1, 0, d),
-          outputs.size() > 1 ? outputs[1] : at::Tensor()};
+  return {unpad_head_dim(outputs.at(0), inputs.query.size(-1)), second(outputs)};
 }
 
-// FA3 `fwd` in the batch layout: its output and softmax_lse.
-std::pair<at::Tensor, at::Tensor> flash3_batch_outputs(const loader::KernelOp& fwd,
-                                                       const AttentionInputs& inputs) {
-  // -> (Tensor(out!), Tensor softmax_lse, Tensor out_accum, Tensor softmax_lse_accum)
-  auto outputs = loader::output_tensors(fwd.call_named({{"q", contiguous_last_dim(inputs.query)},
-                                                        {"k", contiguous_last_dim(inputs.key)},
-                                                        {"v", contiguous_last_dim(inputs.value)},
-                                                        {"softmax_scale", softmax_scale(inputs)},
-                                                        {"is_causal", inputs.options.is_causal}}));
-  return {outputs.at(0), outputs.size() > 1 ? outputs[1] : at::Tensor()};
-}
-
-}  // namespace
-
-at::Tensor flash2_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs) {
-  return flash2_outputs(fwd, inputs).first;
-}
-
-AttentionWithLse flash2_forward_with_lse(const loader::KernelOp& fwd,
-                                         const AttentionInputs& inputs) {
-  auto [out, lse] = flash2_outputs(fwd, inputs);
-  return {out, checked_lse(lse, inputs)};
-}
-
-at::Tensor flash2_varlen_forward(const loader::KernelOp& varlen_fwd,
-                                 const AttentionInputs& inputs) {
-  const int64_t d = inputs.query.size(-1);
+// FA2 `varlen_fwd` over the key-padding mask (valid keys at any positions); without a mask
+// every sequence is full length.
+AttentionWithLse flash2_varlen(const loader::KernelOp& varlen_fwd, const AttentionInputs& inputs) {
   VarlenPack pack = pack_varlen(inputs.query, inputs.key, inputs.value, inputs.options.attn_mask);
   auto q = contiguous_last_dim(pad_head_dim(pack.query, 8));
   auto k = contiguous_last_dim(pad_head_dim(pack.key, 8));
@@ -121,34 +87,65 @@ at::Tensor flash2_varlen_forward(const loader::KernelOp& varlen_fwd,
                                                          0.0,
                                                          false,
                                                          c10::IValue()}));
-  at::Tensor out = outputs.at(0);
-  if (out.size(-1) != d) out = out.narrow(-1, 0, d);
-  return unpack_varlen_output(out, pack);
+  at::Tensor out = unpad_head_dim(outputs.at(0), inputs.query.size(-1));
+  return {unpack_varlen_output(out, pack), unpack_varlen_lse(second(outputs), pack)};
 }
 
-AttentionWithLse flash3_forward_with_lse(const loader::KernelOp& fwd,
-                                         const AttentionInputs& inputs) {
-  auto [out, lse] = flash3_batch_outputs(fwd, inputs);
-  return {out, checked_lse(lse, inputs)};
-}
-
-at::Tensor flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs, bool varlen) {
-  if (!varlen) return flash3_batch_outputs(fwd, inputs).first;
-  // FA3's fwd has a default for everything after v: pass what this call needs by name.
-  const VarlenPack pack =
-      pack_varlen(inputs.query, inputs.key, inputs.value, inputs.options.attn_mask);
+// FA3 `fwd`, batch layout, or packed with cu_seqlens when `varlen`. FA3's fwd has a default
+// for everything after v: pass what this call needs by name.
+AttentionWithLse flash3(const loader::KernelOp& fwd, const AttentionInputs& inputs, bool varlen) {
+  std::vector<std::pair<std::string_view, c10::IValue>> arguments;
+  std::optional<VarlenPack> pack;
+  if (varlen) {
+    pack = pack_varlen(inputs.query, inputs.key, inputs.value, inputs.options.attn_mask);
+    arguments = {{"q", contiguous_last_dim(pack->query)}, {"k", contiguous_last_dim(pack->key)},
+                 {"v", contiguous_last_dim(pack->value)}, {"cu_seqlens_q", pack->cu_seqlens_q},
+                 {"cu_seqlens_k", pack->cu_seqlens_k},    {"max_seqlen_q", pack->max_seqlen_q},
+                 {"max_seqlen_k", pack->max_seqlen_k}};
+  } else {
+    arguments = {{"q", contiguous_last_dim(inputs.query)},
+                 {"k", contiguous_last_dim(inputs.key)},
+                 {"v", contiguous_last_dim(inputs.value)}};
+  }
+  arguments.emplace_back("softmax_scale", softmax_scale(inputs));
+  arguments.emplace_back("is_causal", inputs.options.is_causal);
   // -> (Tensor(out!), Tensor softmax_lse, Tensor out_accum, Tensor softmax_lse_accum)
-  at::Tensor out = loader::output_tensors(fwd.call_named({{"q", contiguous_last_dim(pack.query)},
-                                                          {"k", contiguous_last_dim(pack.key)},
-                                                          {"v", contiguous_last_dim(pack.value)},
-                                                          {"cu_seqlens_q", pack.cu_seqlens_q},
-                                                          {"cu_seqlens_k", pack.cu_seqlens_k},
-                                                          {"max_seqlen_q", pack.max_seqlen_q},
-                                                          {"max_seqlen_k", pack.max_seqlen_k},
-                                                          {"softmax_scale", softmax_scale(inputs)},
-                                                          {"is_causal", inputs.options.is_causal}}))
-                       .at(0);
-  return unpack_varlen_output(out, pack);
+  auto outputs = loader::output_tensors(fwd.call_named(std::move(arguments)));
+  if (!pack) return {outputs.at(0), second(outputs)};
+  return {unpack_varlen_output(outputs.at(0), *pack), unpack_varlen_lse(second(outputs), *pack)};
+}
+
+// A kernel's softmax_lse, checked to be (B, H, Sq): a build that returns none (or another
+// layout) is refused rather than passed on.
+AttentionWithLse checked(AttentionWithLse result, const AttentionInputs& inputs) {
+  const auto& q = inputs.query;
+  const at::Tensor& lse = result.lse;
+  if (!lse.defined() || lse.dim() != 3 || lse.size(0) != q.size(0) || lse.size(1) != q.size(2) ||
+      lse.size(2) != q.size(1)) {
+    throw UnsupportedArgument(
+        "this flash-attention kernel build returns no softmax_lse of shape (batch, heads, "
+        "seq_len), so return_lse cannot be served by it. Use native or _native_flash for the "
+        "lse, or a build of the kernel that returns it.");
+  }
+  result.lse = lse.to(at::kFloat);
+  return result;
+}
+
+}  // namespace
+
+double softmax_scale(const AttentionInputs& inputs) {
+  if (inputs.options.scale) return *inputs.options.scale;
+  return 1.0 / std::sqrt(static_cast<double>(inputs.query.size(-1)));
+}
+
+AttentionWithLse flash2_forward(const loader::KernelOp& op, const AttentionInputs& inputs,
+                                bool varlen) {
+  return varlen ? flash2_varlen(op, inputs) : flash2_batch(op, inputs);
+}
+
+AttentionWithLse flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs,
+                                bool varlen) {
+  return flash3(fwd, inputs, varlen);
 }
 
 Backend make_flash2_backend(std::string name, const std::shared_ptr<LazyOp>& op, bool varlen) {
@@ -160,14 +157,11 @@ Backend make_flash2_backend(std::string name, const std::shared_ptr<LazyOp>& op,
   backend.mask_refusal = "`attn_mask` is not supported for flash-attn 2.";
   backend.activate = [op] { op->activate(); };
   backend.run = [op, varlen](const AttentionInputs& inputs) {
-    return varlen ? flash2_varlen_forward(op->op(), inputs) : flash2_forward(op->op(), inputs);
+    return flash2_forward(op->op(), inputs, varlen).out;
   };
-  // Varlen kernels return the lse packed (H, total_q): not served yet.
-  if (!varlen) {
-    backend.run_with_lse = [op](const AttentionInputs& inputs) {
-      return flash2_forward_with_lse(op->op(), inputs);
-    };
-  }
+  backend.run_with_lse = [op, varlen](const AttentionInputs& inputs) {
+    return checked(flash2_forward(op->op(), inputs, varlen), inputs);
+  };
   return backend;
 }
 
@@ -184,13 +178,11 @@ Backend make_flash3_backend(std::string name, const std::shared_ptr<LazyOp>& op,
   backend.mask_refusal = "`attn_mask` is not supported for flash-attn 3.";
   backend.activate = [op] { op->activate(); };
   backend.run = [op, varlen](const AttentionInputs& inputs) {
-    return flash3_forward(op->op(), inputs, varlen);
+    return flash3_forward(op->op(), inputs, varlen).out;
   };
-  if (!varlen) {
-    backend.run_with_lse = [op](const AttentionInputs& inputs) {
-      return flash3_forward_with_lse(op->op(), inputs);
-    };
-  }
+  backend.run_with_lse = [op, varlen](const AttentionInputs& inputs) {
+    return checked(flash3_forward(op->op(), inputs, varlen), inputs);
+  };
   return backend;
 }
 

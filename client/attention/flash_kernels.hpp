@@ -17,21 +17,15 @@
 
 namespace kernelhub::attention::detail {
 
-// flash_attn_func: q (B,Sq,H,D), k/v (B,Skv,Hkv,D) through FA2 `fwd`.
-at::Tensor flash2_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs);
-// The same with the kernel's softmax_lse (B, H, Sq).
-AttentionWithLse flash2_forward_with_lse(const loader::KernelOp& fwd,
-                                         const AttentionInputs& inputs);
-
-// flash_attn_varlen_func over the key-padding mask (valid keys at any positions) through
-// FA2 `varlen_fwd`; without a mask every sequence is full length.
-at::Tensor flash2_varlen_forward(const loader::KernelOp& varlen_fwd, const AttentionInputs& inputs);
-
-// FA3 `fwd`, batch layout, or packed with cu_seqlens when `varlen`.
-at::Tensor flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs, bool varlen);
-// FA3 `fwd`, batch layout, with its softmax_lse (B, H, Sq).
-AttentionWithLse flash3_forward_with_lse(const loader::KernelOp& fwd,
-                                         const AttentionInputs& inputs);
+// flash_attn_func (`varlen` false) through FA2 `fwd`, or flash_attn_varlen_func over the
+// key-padding mask (valid keys at any positions) through `varlen_fwd`: q (B,Sq,H,D),
+// k/v (B,Skv,Hkv,D). The lse is the kernel's softmax_lse as (B, H, Sq) where it returned one
+// (undefined otherwise; varlen's packed (H, total_q) is unpacked).
+AttentionWithLse flash2_forward(const loader::KernelOp& op, const AttentionInputs& inputs,
+                                bool varlen);
+// FA3 `fwd`, batch layout, or packed with cu_seqlens when `varlen`; the lse as above.
+AttentionWithLse flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs,
+                                bool varlen);
 
 // The softmax scale the kernels get: options.scale, else 1/sqrt(head_dim).
 double softmax_scale(const AttentionInputs& inputs);

@@ -1,6 +1,6 @@
 // return_lse through the hub flash kernels (the fixture builds compute softmax_lse like the
-// real CUDA ones): flash_hub and _flash_3_hub against the float64 reference; the varlen
-// kernels and sage refuse it precisely.
+// real CUDA ones): the flash kernels, batch and varlen, against the float64 reference; sage
+// refuses it precisely.
 #include <ATen/ops/randn.h>
 
 #include "client/attention/include/kernelhub/attention.hpp"
@@ -36,20 +36,34 @@ TEST_CASE("return_lse: flash_hub and _flash_3_hub give the kernel's lse", "[hub]
   }
 }
 
-TEST_CASE("return_lse is refused precisely where the backend cannot produce it", "[hub][lse]") {
+TEST_CASE("return_lse: the varlen kernels' packed lse comes back as (B, H, Sq)", "[hub][lse]") {
   HubEnvironment hub;
-  const Qkv in = random_qkv(1, 4, 4, 2, 2, 16, at::kFloat);
+  const Qkv in = random_qkv(2, 8, 8, 4, 4, 16, at::kFloat);
+  const at::Tensor keys = random_bool_mask({2, 8});  // valid keys anywhere
   for (const char* backend : {"flash_varlen_hub", "_flash_3_varlen_hub"}) {
     INFO(backend);
     ka::AttentionOptions options;
     options.backend = backend;
-    try {
-      (void)ka::dispatch_attention_with_lse(in.q, in.k, in.v, options);
-      FAIL("return_lse was not refused");
-    } catch (const ka::UnsupportedArgument& e) {
-      const std::string message = e.what();
-      CHECK(message.find(std::string(backend) + " does not support return_lse") == 0);
-      CHECK(message.find("_native_flash") != std::string::npos);
-    }
+    options.attn_mask = keys;
+    const Reference ref{keys.view({2, 1, 1, 8}), false, std::nullopt};
+    const auto result = ka::dispatch_attention_with_lse(in.q, in.k, in.v, options);
+    REQUIRE(result.lse.sizes() == at::IntArrayRef({2, 4, 8}));
+    CHECK(max_abs_diff(result.lse, reference_lse(in, ref)) < 1e-5);
+    CHECK(max_abs_diff(result.out, reference_attention(in, ref)) < 1e-5);
+  }
+}
+
+TEST_CASE("return_lse is refused precisely where the backend cannot produce it", "[hub][lse]") {
+  HubEnvironment hub({.env = {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}}});
+  const Qkv in = random_qkv(1, 4, 4, 2, 2, 16, at::kBFloat16);
+  ka::AttentionOptions options;
+  options.backend = "sage_hub";
+  try {
+    (void)ka::dispatch_attention_with_lse(in.q, in.k, in.v, options);
+    FAIL("return_lse was not refused");
+  } catch (const ka::UnsupportedArgument& e) {
+    const std::string message = e.what();
+    CHECK(message.find("sage_hub does not support return_lse") == 0);
+    CHECK(message.find("_native_flash") != std::string::npos);
   }
 }
