@@ -1,6 +1,7 @@
 // dispatch_attention_with_lse on the native family (CPU): the output and the log-sum-exp
 // (B, H, Sq) against an independent float64 reference, over masks, causality, GQA and scale.
 #include <string>
+#include <vector>
 
 #include <ATen/ops/logaddexp.h>
 
@@ -28,7 +29,7 @@ struct Case {
 
 TEST_CASE("return_lse: native, _native_math and _native_flash give the float64 lse",
           "[attention][lse]") {
-  const Case cases[] = {
+  const std::vector<Case> cases = {
       {.name = "plain"},
       {.name = "causal", .causal = true},
       {.name = "bool key-padding mask", .bool_mask = true},
