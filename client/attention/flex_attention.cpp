@@ -87,7 +87,7 @@ AttentionWithLse flex_attention(const at::Tensor& query, const at::Tensor& key,
       const int64_t k1 = std::min(seq_kv, k0 + block);
       at::Tensor scores =
           at::matmul(q_tile, k.narrow(2, k0, k1 - k0).transpose(-2, -1)).mul_(scale);
-      const bool need_indices = options.score_mod || kind == detail::TileKind::partial;
+      const bool need_indices = options.score_mod.has_value();
       const auto tile = need_indices
                             ? detail::make_tile(batch, heads, q0, q1, k0, k1, query.device())
                             : detail::Tile{q0, q1, k0, k1, {}, {}, {}, {}};
@@ -95,7 +95,7 @@ AttentionWithLse flex_attention(const at::Tensor& query, const at::Tensor& key,
         scores = (*options.score_mod)(scores, tile.b, tile.h, tile.q_idx, tile.kv_idx);
       }
       if (kind == detail::TileKind::partial) {
-        scores = scores.masked_fill(mask->keep(tile).logical_not(), kMinusInf);
+        scores.masked_fill_(mask->drop(qb, kb).to(scores.device()), kMinusInf);
       }
       // Online softmax: rescale what was accumulated to the new row maximum.
       const at::Tensor new_max = at::maximum(row_max, std::get<0>(scores.max(-1)));

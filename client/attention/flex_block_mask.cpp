@@ -24,6 +24,7 @@ std::shared_ptr<BlockMask::State> classify(std::shared_ptr<BlockMask::State> sta
   s.q_blocks = (s.seq_q + s.block - 1) / s.block;
   s.kv_blocks = (s.seq_kv + s.block - 1) / s.block;
   s.kinds.reserve(static_cast<std::size_t>(s.q_blocks * s.kv_blocks));
+  s.drops.reserve(s.kinds.capacity());
   for (int64_t qb = 0; qb < s.q_blocks; ++qb) {
     for (int64_t kb = 0; kb < s.kv_blocks; ++kb) {
       const auto tile =
@@ -31,13 +32,16 @@ std::shared_ptr<BlockMask::State> classify(std::shared_ptr<BlockMask::State> sta
                             kb * s.block, std::min(s.seq_kv, (kb + 1) * s.block), device);
       const at::Tensor keep = s.keep(tile);
       // all/any of a broadcastable tensor equal those of its expansion to the tile
+      at::Tensor drop;
       if (keep.all().item<bool>()) {
         s.kinds.push_back(detail::TileKind::full);
       } else if (keep.any().item<bool>()) {
         s.kinds.push_back(detail::TileKind::partial);
+        drop = keep.logical_not();
       } else {
         s.kinds.push_back(detail::TileKind::empty);
       }
+      s.drops.push_back(std::move(drop));
     }
   }
   return state;
@@ -59,7 +63,7 @@ BlockMask BlockMask::from_mask_mod(MaskMod mask_mod, int64_t batch, int64_t head
   check_sizes(batch, heads, seq_q, seq_kv, block_size);
   if (!mask_mod) throw InvalidInput("BlockMask::from_mask_mod: the mask_mod is empty.");
   auto state = std::make_shared<State>();
-  *state = State{batch, heads, seq_q, seq_kv, block_size, 0, 0, {}, std::move(mask_mod), {}};
+  *state = State{batch, heads, seq_q, seq_kv, block_size, 0, 0, {}, {}, std::move(mask_mod), {}};
   return BlockMask(classify(std::move(state), c10::Device(c10::kCPU)));
 }
 
@@ -83,7 +87,7 @@ BlockMask BlockMask::from_bool_mask(const at::Tensor& mask, int64_t batch, int64
                        std::to_string(seq_kv) + ").");
   }
   auto state = std::make_shared<State>();
-  *state = State{batch, heads, seq_q, seq_kv, block_size, 0, 0, {}, {}, dense};
+  *state = State{batch, heads, seq_q, seq_kv, block_size, 0, 0, {}, {}, {}, dense};
   return BlockMask(classify(std::move(state), mask.device()));
 }
 

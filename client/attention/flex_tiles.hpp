@@ -30,11 +30,17 @@ struct BlockMask::State {
   int64_t batch = 0, heads = 0, seq_q = 0, seq_kv = 0, block = 0;
   int64_t q_blocks = 0, kv_blocks = 0;
   std::vector<detail::TileKind> kinds;  // q_blocks x kv_blocks, row-major
-  MaskMod mask_mod;                     // set when built from a mask_mod
-  at::Tensor dense;                     // 4-D bool, set when built from a mask tensor
+  // For each partial tile (undefined for the others): where its scores are dropped, computed
+  // once when the mask is built, broadcastable to (B, H, Tq, Tk).
+  std::vector<at::Tensor> drops;
+  MaskMod mask_mod;  // set when built from a mask_mod
+  at::Tensor dense;  // 4-D bool, set when built from a mask tensor
 
   detail::TileKind kind(int64_t q_block, int64_t kv_block) const {
     return kinds[static_cast<std::size_t>(q_block * kv_blocks + kv_block)];
+  }
+  const at::Tensor& drop(int64_t q_block, int64_t kv_block) const {
+    return drops[static_cast<std::size_t>(q_block * kv_blocks + kv_block)];
   }
   // Where the tile's queries may attend: a bool tensor broadcastable to (B, H, Tq, Tk).
   at::Tensor keep(const detail::Tile& tile) const;
