@@ -54,11 +54,6 @@ class CoalescingMemo {
     return value;
   }
 
-  void clear() {
-    std::lock_guard lock(mutex_);
-    evict_loaded();
-  }
-
  private:
   struct Slot {
     std::shared_future<Result<T>> value;

@@ -79,6 +79,13 @@ std::string spec_of(const proto::FetchRequest& r, const std::optional<hub::Platf
   return spec;
 }
 
+// "org/name vN" or "org/name @revision", as log lines name what was asked for.
+std::string asked_for(std::string_view repo, std::optional<std::uint64_t> version,
+                      const std::optional<std::string>& revision) {
+  return std::string(repo) +
+         (version ? " v" + std::to_string(*version) : " @" + revision.value_or("?"));
+}
+
 }  // namespace
 
 bool is_signature_error(ErrorCode code) {
@@ -146,9 +153,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
     const bool refusal = code == ErrorCode::untrusted_publisher ||
                          code == ErrorCode::remote_code_disabled || is_signature_error(code) ||
                          code == ErrorCode::not_locked;
-    const std::string asked =
-        request.repo + (request.version ? " v" + std::to_string(*request.version)
-                                        : " @" + request.revision.value_or("?"));
+    const std::string asked = asked_for(request.repo, request.version, request.revision);
     if (refusal) {
       spdlog::warn("refused {} for {}: {}: {}", asked, client, to_string(code),
                    out.error().message);
@@ -381,8 +386,9 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
     counters_.hits.fetch_add(1, std::memory_order_relaxed);
   }
   const std::string asked =
-      request.repo.str() + (request.version ? " v" + std::to_string(*request.version)
-                                            : " @" + request.revision.value_or("?"));
+      asked_for(request.repo.str(),
+                request.version ? std::optional<std::uint64_t>(*request.version) : std::nullopt,
+                request.revision);
   if (!result) {
     spdlog::warn("download of {} (started for {}) failed: {}: {}", asked, client,
                  to_string(result.error().code), result.error().message);

@@ -59,7 +59,8 @@ class FetchService {
   std::shared_ptr<const trust::AdminPolicy> policy() const;
 
   // `with_fds`: open the files for SCM_RIGHTS. `progress` may be empty. `client` names the
-  // requester in the log ("uid 1000", "http"). Refusals and failures are logged here, once.
+  // requester in the log ("uid 1000", "http"). Each refusal or failure is logged here once per
+  // client (a failed download is also logged once by its flight, as an upstream error).
   Result<HandOut> fetch(const proto::FetchRequest& request, bool with_fds,
                         const ProgressSink& progress, std::string_view client = "a client");
   struct VerifyOutcome {
