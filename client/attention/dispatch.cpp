@@ -5,6 +5,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "client/attention/parallelism.hpp"
 #include "client/attention/state.hpp"
 
 namespace kernelhub::attention::detail {
@@ -163,6 +164,11 @@ at::Tensor dispatch_attention(const at::Tensor& query, const at::Tensor& key,
                               const at::Tensor& value, const AttentionOptions& options) {
   const detail::Backend& backend =
       options.backend ? detail::resolve_named(*options.backend) : detail::active();
+  if (auto parallel = detail::parallelism_for_call()) {  // a ParallelismGuard's scope
+    AttentionOptions named = options;
+    named.backend = backend.name;
+    return detail::run_parallel(*parallel, query, key, value, named);
+  }
   return detail::run_backend(backend, query, key, value, options);
 }
 

@@ -2,9 +2,11 @@
 // torch::nn headers.
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <string>
 
 #include "client/attention/dispatch.hpp"
+#include "client/attention/parallelism.hpp"
 #include "client/attention/state.hpp"
 #include "kernelhub/attention.hpp"
 
@@ -25,10 +27,18 @@ void for_each_layer(torch::nn::Module& model, Visit visit) {
 
 at::Tensor AttentionImpl::forward(const at::Tensor& query, const at::Tensor& key,
                                   const at::Tensor& value, AttentionOptions options) {
-  if (options.backend) return dispatch_attention(query, key, value, options);
+  const std::shared_ptr<AttentionParallelism> parallel =
+      parallelism_ ? parallelism_ : detail::parallelism_for_call();
+  if (options.backend && !parallel) return dispatch_attention(query, key, value, options);
   // A layer that was never set follows the guard/env backend, not another model's
   // set_attention_backend (Diffusers #14249).
-  const detail::Backend& backend = backend_ ? detail::resolve_named(*backend_) : detail::scoped();
+  const detail::Backend& backend = options.backend ? detail::resolve_named(*options.backend)
+                                   : backend_      ? detail::resolve_named(*backend_)
+                                                   : detail::scoped();
+  if (parallel) {
+    options.backend = backend.name;  // every rank runs the backend this layer would
+    return detail::run_parallel(*parallel, query, key, value, options);
+  }
   return detail::run_backend(backend, query, key, value, options);
 }
 

@@ -10,14 +10,17 @@
 // declared in <kernelhub/attention_dispatch.hpp> (included here).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
 #include "kernelhub/attention_dispatch.hpp"
+#include "kernelhub/attention_parallelism.hpp"
 
 namespace kernelhub::attention {
 
@@ -30,9 +33,17 @@ class AttentionImpl : public torch::nn::Module {
   // Activates and sets this layer's backend; nullopt clears it.
   void set_backend(std::optional<std::string_view> backend);
   const std::optional<std::string>& backend() const { return backend_; }
+  // Runs this layer's calls through `parallelism` (context parallelism: see
+  // kernelhub::parallel::enable_parallelism); null goes back to the ParallelismGuard's, if
+  // any, else to plain dispatch.
+  void set_parallelism(std::shared_ptr<AttentionParallelism> parallelism) {
+    parallelism_ = std::move(parallelism);
+  }
+  const std::shared_ptr<AttentionParallelism>& parallelism() const { return parallelism_; }
 
  private:
   std::optional<std::string> backend_;
+  std::shared_ptr<AttentionParallelism> parallelism_;
 };
 TORCH_MODULE(Attention);
 

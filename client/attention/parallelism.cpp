@@ -1,0 +1,61 @@
+#include "client/attention/parallelism.hpp"
+
+#include <mutex>
+#include <utility>
+
+#include "client/attention/backend.hpp"
+
+namespace kernelhub::attention::detail {
+namespace {
+
+// Process-wide like BackendGuard; read once per call under a mutex (a parallel call spends
+// milliseconds in communication, so the lock is not what costs).
+std::mutex& guard_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::shared_ptr<AttentionParallelism>& guarded() {
+  static std::shared_ptr<AttentionParallelism> parallelism;
+  return parallelism;
+}
+thread_local bool inside_parallelism = false;
+
+std::shared_ptr<AttentionParallelism> exchange_guarded(std::shared_ptr<AttentionParallelism> next) {
+  const std::lock_guard lock(guard_mutex());
+  return std::exchange(guarded(), std::move(next));
+}
+
+}  // namespace
+
+std::shared_ptr<AttentionParallelism> parallelism_for_call() {
+  if (inside_parallelism) return nullptr;
+  const std::lock_guard lock(guard_mutex());
+  return guarded();
+}
+
+at::Tensor run_parallel(AttentionParallelism& parallelism, const at::Tensor& query,
+                        const at::Tensor& key, const at::Tensor& value,
+                        const AttentionOptions& options) {
+  struct HookOff {
+    HookOff() { inside_parallelism = true; }
+    ~HookOff() { inside_parallelism = false; }
+    HookOff(const HookOff&) = delete;
+    HookOff& operator=(const HookOff&) = delete;
+  } hook_off;
+  return parallelism.forward(query, key, value, options);
+}
+
+}  // namespace kernelhub::attention::detail
+
+namespace kernelhub::attention {
+
+ParallelismGuard::ParallelismGuard(std::shared_ptr<AttentionParallelism> parallelism)
+    : previous_(detail::exchange_guarded(std::move(parallelism))) {}
+
+ParallelismGuard::~ParallelismGuard() { detail::exchange_guarded(std::move(previous_)); }
+
+bool supports_return_lse(std::string_view backend) {
+  return static_cast<bool>(detail::find_backend(backend).run_with_lse);
+}
+
+}  // namespace kernelhub::attention
