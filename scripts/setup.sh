@@ -17,7 +17,7 @@ DEB_PACKAGES=(
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libarchive-dev libspdlog-dev
   libcli11-dev catch2 libcpp-httplib-dev libtomlplusplus-dev libsystemd-dev systemd strace
   python3 python3-venv python3-dev clang libclang-rt-14-dev util-linux
-  openssl nginx iproute2
+  openssl nginx iproute2 libgloo-dev
 )
 # openssl: the CLI the offline Sigstore test signer mints RFC 3161 timestamps with. The
 # Sigstore trusted roots kernelhub pins come from the venv's `sigstore` wheel (requirements.txt;
@@ -25,6 +25,8 @@ DEB_PACKAGES=(
 # nginx, iproute2: the site cache (deploy/nginx) and its test (tests/site: network namespaces).
 # Debian 12's `nginx` is the smallest package with proxy_cache and TLS to upstreams
 # (nginx-light is it plus the echo module). Its own service is never used: see below.
+# libgloo-dev: gloo's headers, which torch's ProcessGroupGloo.hpp includes and the wheel does
+# not ship (client/parallel: context parallelism; torch's own gloo is what runs).
 
 missing=()
 for pkg in "${DEB_PACKAGES[@]}"; do

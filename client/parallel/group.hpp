@@ -1,0 +1,29 @@
+// What a ProcessGroup holds: the c10d backend of the world and a way to make sub-groups
+// (the unified mode's ring and Ulysses groups). Only kh_parallel's sources see it; gloo's
+// and NCCL's own headers stay in gloo_group.cpp / nccl_group.cpp.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "kernelhub/context_parallel.hpp"
+
+namespace kernelhub::parallel {
+
+using BackendPtr = c10::intrusive_ptr<c10d::Backend>;
+
+struct ProcessGroup::Impl {
+  BackendPtr world;
+  int rank = 0;
+  int size = 1;
+  std::string name;  // "gloo", "nccl"
+  // A backend over `ranks` (world ranks, this one among them), rendezvous under `prefix` in
+  // the world's store. Collective over `ranks` only.
+  std::function<BackendPtr(const std::string& prefix, const std::vector<int>& ranks)> subgroup;
+};
+
+}  // namespace kernelhub::parallel
