@@ -5,9 +5,7 @@
 #define USE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -20,7 +18,7 @@ bool is_loopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
 
-c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(const GlooGroupOptions& options) {
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(const GroupOptions& options) {
   auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
   if (!options.bind_address.empty()) {
     gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.bind_address));
@@ -32,41 +30,16 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options(const GlooGroup
   return gloo;
 }
 
-[[noreturn]] void refuse(const GlooGroupOptions& options, const std::exception& error) {
-  throw CommunicationError(
-      "Could not form the Gloo group (rank " + std::to_string(options.rank) + " of " +
-      std::to_string(options.world_size) + ", store " + options.store_host + ":" +
-      std::to_string(options.store_port) + ", timeout " + std::to_string(options.timeout.count()) +
-      " ms): " + error.what() +
-      " Start every rank with the same store address and world size, make the store's host "
-      "reachable from each rank, and set bind_address to this host's address on the network "
-      "the ranks share.");
-}
-
 }  // namespace
 
-ProcessGroup ProcessGroup::gloo(const GlooGroupOptions& options) {
-  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
-    throw InvalidConfig("Gloo group: rank " + std::to_string(options.rank) +
-                        " is not in [0, world_size = " + std::to_string(options.world_size) +
-                        "). Pass each process its own rank below the world size.");
-  }
+ProcessGroup ProcessGroup::gloo(const GroupOptions& options) {
+  check_rank(options);
   auto impl = std::make_shared<Impl>();
   impl->rank = options.rank;
   impl->size = options.world_size;
   impl->name = "gloo";
   try {
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<std::uint16_t>(options.store_port);
-    store_options.isServer = options.rank == 0;
-    store_options.numWorkers = options.world_size;
-    store_options.waitWorkers = false;  // the group's rendezvous below waits for everyone
-    store_options.timeout = options.timeout;
-    if (options.rank == 0 && options.store_listen_fd >= 0) {
-      store_options.masterListenFd = options.store_listen_fd;
-    }
-    c10::intrusive_ptr<c10d::Store> store =
-        c10::make_intrusive<c10d::TCPStore>(options.store_host, store_options);
+    const c10::intrusive_ptr<c10d::Store> store = make_store(options);
     const auto gloo = gloo_options(options);
     impl->world = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("kh_world", store), options.rank, options.world_size,
@@ -83,7 +56,7 @@ ProcessGroup ProcessGroup::gloo(const GlooGroupOptions& options) {
   } catch (const CommunicationError&) {
     throw;
   } catch (const std::exception& error) {
-    refuse(options, error);
+    refuse_group("Gloo", options, error);
   }
   return ProcessGroup(std::move(impl));
 }

@@ -3,6 +3,7 @@
 // and NCCL's own headers stay in gloo_group.cpp / nccl_group.cpp.
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,5 +26,13 @@ struct ProcessGroup::Impl {
   // the world's store. Collective over `ranks` only.
   std::function<BackendPtr(const std::string& prefix, const std::vector<int>& ranks)> subgroup;
 };
+
+// The TCPStore of options (rank 0 serves it), under the group's timeout.
+c10::intrusive_ptr<c10d::Store> make_store(const GroupOptions& options);
+// InvalidConfig unless 0 <= rank < world_size.
+void check_rank(const GroupOptions& options);
+// CommunicationError saying which group could not form and what to check.
+[[noreturn]] void refuse_group(const std::string& backend, const GroupOptions& options,
+                               const std::exception& error);
 
 }  // namespace kernelhub::parallel

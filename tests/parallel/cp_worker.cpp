@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
   // Ranks share the machine's cores: one intra-op thread each.
   at::set_num_threads(1);
   try {
-    kp::GlooGroupOptions group_options;
+    kp::GroupOptions group_options;
     group_options.store_host = args.get("store-host", "127.0.0.1");
     group_options.store_port = args.num("port", 29500);
     group_options.store_listen_fd = args.num("listen-fd", -1);

@@ -99,7 +99,7 @@ TEST_CASE("cp: a rank that dies mid-call makes the others fail within the timeou
 }
 
 TEST_CASE("cp: configs that do not fit the group are refused", "[parallel]") {
-  kp::GlooGroupOptions options;
+  kp::GroupOptions options;
   options.store_port = 0;  // a free port: nobody else joins a group of one
   options.timeout = std::chrono::milliseconds(5000);
   const kp::ProcessGroup solo = kp::ProcessGroup::gloo(options);

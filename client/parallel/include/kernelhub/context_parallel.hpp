@@ -53,8 +53,8 @@ struct ContextParallelConfig {
   bool check_shards = true;
 };
 
-// A Gloo process group over a TCPStore (rank 0 hosts the store).
-struct GlooGroupOptions {
+// How the ranks meet: a TCPStore that rank 0 hosts. bind_address is Gloo's alone.
+struct GroupOptions {
   std::string store_host = "127.0.0.1";  // rank 0's address, reachable by every rank
   int store_port = 29500;
   int rank = 0;
@@ -79,7 +79,9 @@ struct CommStats {
 // A process group: the world this rank belongs to, and how to make sub-groups of it.
 class ProcessGroup {
  public:
-  static ProcessGroup gloo(const GlooGroupOptions& options);
+  static ProcessGroup gloo(const GroupOptions& options);
+  // CUDA tensors over NCCL: declared in <kernelhub/context_parallel_nccl.hpp>, in the
+  // kh_parallel_nccl library (built when the NCCL headers are found).
   int rank() const;
   int size() const;
   std::string backend_name() const;  // "gloo", "nccl"
