@@ -9,7 +9,8 @@ trap 'rm -rf "${WORK}"' EXIT
 
 cmake --install "${BUILD}" --prefix "${WORK}/prefix" >/dev/null
 for f in lib/libkernelhub.so lib/libkernelhub_pyshim.so include/kernelhub/attention.hpp \
-         include/kernelhub/attention_dispatch.hpp lib/cmake/kernelhub/kernelhubConfig.cmake \
+         include/kernelhub/attention_dispatch.hpp include/kernelhub/context_parallel.hpp \
+         lib/cmake/kernelhub/kernelhubConfig.cmake \
          lib/cmake/kernelhub/kernelhubConfigVersion.cmake; do
   [[ -e "${WORK}/prefix/${f}" ]] || { echo "package: ${f} was not installed" >&2; exit 1; }
 done
@@ -29,3 +30,15 @@ grep -q "${WORK}/prefix/lib/libkernelhub.so" <<<"${libs}" \
 out="$(env -u DIFFUSERS_ATTN_BACKEND "${WORK}/app/attention_app" _native_math)"
 echo "${out}"
 grep -q "_native_math: ran 2 layers" <<<"${out}"
+
+# examples/context_parallel: the same package, 2 processes (the app forks its ranks) with
+# ring attention, then Ulysses, each checked against one process by the app itself.
+cmake -S "${SOURCE}/examples/context_parallel" -B "${WORK}/cp" -G Ninja \
+  -DCMAKE_PREFIX_PATH="${WORK}/prefix" "${launcher[@]}" >"${WORK}/cp-configure.log" 2>&1 \
+  || { cat "${WORK}/cp-configure.log" >&2; exit 1; }
+cmake --build "${WORK}/cp" >"${WORK}/cp-build.log" 2>&1 || { cat "${WORK}/cp-build.log" >&2; exit 1; }
+for mode in ring ulysses; do
+  out="$(timeout 120 "${WORK}/cp/context_parallel_app" "${mode}" 2)"
+  echo "${out}"
+  grep -q "context parallel (${mode}, 2 processes, causal): max |difference| vs one process" <<<"${out}"
+done
