@@ -56,10 +56,10 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--worlds", default="2,4")
+    parser.add_argument("--worlds", default="2,4", help="rank counts, comma-separated (empty: one process only)")
     args = parser.parse_args()
     binary = Path(args.build) / "bin" / ("kh_cp_bench_nccl" if args.device == "cuda" else "kh_cp_bench")
-    worlds = [int(w) for w in args.worlds.split(",")]
+    worlds = [int(w) for w in args.worlds.split(",") if w]
 
     print(f"shape (1, {args.seq}, {args.heads}, {args.dim}) fp32 on {args.device}, native backend, "
           f"{args.iters} calls after a warm-up\n")
