@@ -10,9 +10,11 @@ namespace kernelhub::parallel {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, double seconds, const std::exception& error) {
+  std::string cause = error.what();
+  while (!cause.empty() && (cause.back() == '\n' || cause.back() == ' ')) cause.pop_back();
+  if (!cause.empty() && cause.back() != '.') cause += '.';
   throw CommunicationError(
-      "Context parallelism: " + what + " failed after " + std::to_string(seconds) +
-      " s: " + error.what() +
+      "Context parallelism: " + what + " failed after " + std::to_string(seconds) + " s: " + cause +
       " A peer process has probably exited or stalled (see its log), or the ranks did not "
       "make the same attention calls in the same order. Every rank of the group must call "
       "together; the group cannot be used after this error: rebuild it.");

@@ -6,9 +6,10 @@
 //   kh_cp_worker --rank R --world W --port P [--listen-fd F] [--store-host H] [--bind A]
 //                --mode ring|ulysses|unified --scenario S [--backends a,b] [--timeout-ms T]
 // Scenarios: equal (guard and model paths vs the reference, causal and not, per backend),
-// uneven (shard() and forward refuse), refuse (backend / heads refusals), die (rank W-1
-// exits mid-call; the others must fail fast).
-// Exit codes: 0 checked and held, 1 a check failed, 2 unexpected error, 42 the dying rank.
+// uneven (shard() and forward refuse), refuse (backend / heads refusals), die / stall (rank
+// W-1 exits / stops answering mid-call; the others must fail within the timeout).
+// Exit codes: 0 checked and held, 1 a check failed, 2 unexpected error, 42 the dying rank,
+// 43 the stalling one.
 #include <unistd.h>
 
 #include <chrono>
@@ -206,7 +207,9 @@ int scenario_refuse(const Rank& r, kp::ContextParallel& cp) {
   return ok ? 0 : 1;
 }
 
-int scenario_die(const Rank& r, kp::ContextParallel& cp, int timeout_ms) {
+// die: rank W-1 exits mid-call (the others see its connections close). stall: it stops
+// answering instead, for longer than the timeout (the others must give up at the timeout).
+int scenario_die(const Rank& r, kp::ContextParallel& cp, int timeout_ms, bool stall) {
   const int64_t seq = 256L * r.world;
   const Qkv full = full_inputs(seq, 4, 11);
   const at::Tensor q = cp.shard(full.q);
@@ -216,6 +219,11 @@ int scenario_die(const Rank& r, kp::ContextParallel& cp, int timeout_ms) {
   if (r.rank == r.world - 1) {
     // The others are inside their second call (waiting on this rank) when it goes.
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (stall) {
+      std::cout << r.tag() << "stalling mid-call" << std::endl;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2 * timeout_ms + 3000));
+      std::_Exit(43);
+    }
     std::cout << r.tag() << "exiting mid-call" << std::endl;
     std::_Exit(42);
   }
@@ -259,13 +267,16 @@ int main(int argc, char** argv) {
     group_options.timeout = std::chrono::milliseconds(timeout_ms);
     const kp::ProcessGroup group = kp::ProcessGroup::gloo(group_options);
     kp::ContextParallelConfig config = config_for(r);
-    config.check_shards = scenario != "die";  // die: fail inside the ring / all-to-all
+    // die, stall: fail inside the ring / all-to-all, not in the shape check.
+    config.check_shards = scenario != "die" && scenario != "stall";
     kp::ContextParallel cp(config, group);
     int code = 2;
     if (scenario == "equal") code = scenario_equal(r, cp, split(args.get("backends", "native")));
     if (scenario == "uneven") code = scenario_uneven(r, cp);
     if (scenario == "refuse") code = scenario_refuse(r, cp);
-    if (scenario == "die") code = scenario_die(r, cp, timeout_ms);
+    if (scenario == "die" || scenario == "stall") {
+      code = scenario_die(r, cp, timeout_ms, scenario == "stall");
+    }
     const kp::CommStats stats = cp.stats();
     std::cout << r.tag() << "calls " << stats.calls << ", comm " << stats.comm_seconds
               << " s, sent " << stats.bytes_sent << " B" << std::endl;

@@ -114,3 +114,17 @@ TEST_CASE("cp: configs that do not fit the group are refused", "[parallel]") {
   options.world_size = 2;
   CHECK_THROWS_AS(kp::ProcessGroup::gloo(options), kp::InvalidConfig);
 }
+
+TEST_CASE("cp: a rank that stalls mid-call makes the others fail at the timeout",
+          "[parallel][gloo]") {
+  const RanksRun run =
+      run_ranks(2, {"--mode", "ring", "--scenario", "stall", "--timeout-ms", "2000"},
+                std::chrono::seconds(60));
+  INFO(run.log());
+  REQUIRE_FALSE(run.timed_out);
+  // The fault happened: rank 1 stopped answering, and outlived the others' timeout.
+  REQUIRE(run.ranks[1].exit_code == 43);
+  REQUIRE(run.ranks[1].output.find("stalling mid-call") != std::string::npos);
+  CHECK(run.ranks[0].exit_code == 0);
+  CHECK(run.ranks[0].output.find("Context parallelism: ") != std::string::npos);
+}
