@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
   const bool causal = num("causal", 0) != 0;
   const std::string device_name = a.count("device") ? a["device"] : "cpu";
   at::set_num_threads(num("threads", 1));
-  const at::Device device(device_name == "cuda" ? at::kCUDA : at::kCPU,
-                          device_name == "cuda" ? static_cast<c10::DeviceIndex>(rank) : -1);
+  const auto index = static_cast<c10::DeviceIndex>(device_name == "cuda" ? rank : -1);
+  const at::Device device(device_name == "cuda" ? at::kCUDA : at::kCPU, index);
   ka::AttentionOptions options;
   options.backend = a.count("backend") ? a["backend"] : "native";
   options.is_causal = causal;
