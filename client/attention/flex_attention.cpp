@@ -7,10 +7,14 @@
 #include <mutex>
 
 #include <ATen/Parallel.h>
+#include <ATen/ops/bmm.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/exp.h>
+#include <ATen/ops/exp2.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/full_like.h>
 #include <ATen/ops/log.h>
+#include <ATen/ops/log2.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/where.h>
@@ -23,6 +27,11 @@ namespace kernelhub::attention {
 namespace {
 
 constexpr double kMinusInf = -std::numeric_limits<double>::infinity();
+// The softmax runs in base 2, as flash attention kernels do: scores are scaled by log2(e)
+// and exponentiated with exp2, which costs the same for every input, where ATen's exp on
+// CPU is ~10x slower on -inf (every masked score) and ~90x slower where it underflows.
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
 
 void check_inputs(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                   const FlexOptions& options) {
@@ -60,15 +69,25 @@ void settle_vector_math_once() {
   static std::once_flag once;
   std::call_once(once, [] {
     const at::Tensor probe = at::zeros({64}, at::TensorOptions().dtype(at::kFloat));
-    (void)at::log(at::exp(probe));
+    (void)at::log2(at::exp2(at::log(at::exp(probe))));
   });
 }
 
+// (B, S, H, D) -> (B, H, S, D) in `type`. With batch 1 the transposed view is kept: each
+// head's (S, D) matrix is then a strided GEMM operand, and no pass over the tensor is spent
+// (it counts against sparse masks, whose tiles are few). Larger batches are made contiguous
+// so that batch and heads fold into one bmm dimension.
+at::Tensor heads_first(const at::Tensor& t, at::ScalarType type) {
+  const at::Tensor view = t.transpose(1, 2).to(type);
+  return t.size(0) == 1 ? view : view.contiguous();
+}
+
 struct TileInputs {
-  const at::Tensor& q;  // (B, H, Sq, D), accumulation type
+  // (B, H, Sq, D), accumulation type, already multiplied by the scale, and by log2(e) unless a
+  // score_mod must see natural scores first.
+  const at::Tensor& q;
   const at::Tensor& k;  // (B, H, Skv, D), GQA groups already expanded
   const at::Tensor& v;
-  double scale;
   const BlockMask::State* mask;  // null: every tile full
   const ScoreMod* score_mod;     // null: scores as they are
 };
@@ -78,38 +97,54 @@ void attend_query_block(const TileInputs& in, int64_t qb, int64_t q0, int64_t q1
                         const at::Tensor& out_rows, const at::Tensor& lse_rows) {
   const int64_t batch = in.q.size(0);
   const int64_t heads = in.q.size(1);
+  const int64_t rows = q1 - q0;
+  const int64_t head_dim = in.q.size(3);
   const int64_t seq_kv = in.k.size(2);
-  const at::Tensor q_tile = in.q.narrow(2, q0, q1 - q0);
-  at::Tensor row_max = at::full({batch, heads, q1 - q0}, kMinusInf, in.q.options());
-  at::Tensor row_sum = at::zeros({batch, heads, q1 - q0}, in.q.options());
-  at::Tensor acc = at::zeros({batch, heads, q1 - q0, in.q.size(3)}, in.q.options());
+  // (B*H, rows, D) views of the (B, H, S, D) tensors (views for batch 1 or contiguous
+  // tensors, see heads_first): the GEMMs run as bmm, the key tile transposed by the GEMM.
+  const auto batched = [&](const at::Tensor& t, int64_t from, int64_t len) {
+    return t.narrow(2, from, len).reshape({batch * heads, len, head_dim});
+  };
+  const at::Tensor q_tile = batched(in.q, q0, rows);
+  at::Tensor row_max = at::full({batch * heads, rows}, kMinusInf, in.q.options());
+  at::Tensor row_sum = at::zeros({batch * heads, rows}, in.q.options());
+  at::Tensor acc = at::zeros({batch * heads, rows, head_dim}, in.q.options());
   for (int64_t k0 = 0, kb = 0; k0 < seq_kv; k0 += block, ++kb) {
     const auto kind = in.mask ? in.mask->kind(qb, kb) : detail::TileKind::full;
     if (kind == detail::TileKind::empty) continue;  // the block sparsity
     const int64_t k1 = std::min(seq_kv, k0 + block);
-    at::Tensor scores =
-        at::matmul(q_tile, in.k.narrow(2, k0, k1 - k0).transpose(-2, -1)).mul_(in.scale);
+    const at::Tensor k_tile = batched(in.k, k0, k1 - k0).transpose(1, 2);
+    at::Tensor scores = at::bmm(q_tile, k_tile).view({batch, heads, rows, k1 - k0});
     if (in.score_mod) {
       const auto tile = detail::make_tile(batch, heads, q0, q1, k0, k1, in.q.device());
-      scores = (*in.score_mod)(scores, tile.b, tile.h, tile.q_idx, tile.kv_idx);
+      const at::Tensor modified = (*in.score_mod)(scores, tile.b, tile.h, tile.q_idx, tile.kv_idx);
+      // What follows works in place: a result that broadcasts to the tile gets its own copy.
+      scores = modified.sizes() == scores.sizes() && modified.is_contiguous()
+                   ? modified
+                   : modified.expand(scores.sizes()).contiguous();
+      scores.mul_(kLog2e);
     }
     if (kind == detail::TileKind::partial) {
-      scores.masked_fill_(in.mask->drop(qb, kb).to(scores.device()), kMinusInf);
+      scores.add_(in.mask->drop(qb, kb).to(scores.device()));
     }
-    // Online softmax: rescale what was accumulated to the new row maximum.
-    const at::Tensor new_max = at::maximum(row_max, std::get<0>(scores.max(-1)));
-    const at::Tensor safe_max = at::where(new_max.isinf(), at::zeros_like(new_max), new_max);
-    const at::Tensor p = at::exp(scores.sub(safe_max.unsqueeze(-1)));
-    const at::Tensor rescale = at::exp(row_max.sub(safe_max));
-    row_sum = row_sum.mul(rescale).add(p.sum(-1));
-    acc = acc.mul(rescale.unsqueeze(-1)).add(at::matmul(p, in.v.narrow(2, k0, k1 - k0)));
+    scores = scores.view({batch * heads, rows, k1 - k0});
+    // Online softmax: rescale what was accumulated to the new row maximum, in place where
+    // the tile owns the tensor (this runs once per computed tile).
+    const at::Tensor new_max = at::maximum(row_max, scores.amax(-1));
+    // A row with nothing attended yet has max -inf; any finite stand-in makes its p and its
+    // rescale exp(-inf) = 0, as its scores are all -inf.
+    const at::Tensor safe_max = new_max.clamp_min(std::numeric_limits<float>::lowest());
+    const at::Tensor p = scores.sub_(safe_max.unsqueeze(-1)).exp2_();
+    const at::Tensor rescale = row_max.sub(safe_max).exp2_();
+    row_sum.mul_(rescale).add_(p.sum(-1));
+    acc.mul_(rescale.unsqueeze(-1)).baddbmm_(p, batched(in.v, k0, k1 - k0));
     row_max = new_max;
   }
-  const at::Tensor attended = row_sum.gt(0);
-  out_rows.copy_(
-      at::where(attended.unsqueeze(-1), acc.div(row_sum.unsqueeze(-1)), at::zeros_like(acc)));
-  lse_rows.copy_(
-      at::where(attended, row_max.add(at::log(row_sum)), at::full_like(row_max, kMinusInf)));
+  // A row that attended nothing has acc 0, sum 0 and max -inf: output 0 and lse -inf, as
+  // torch's flex gives, without a select (any attended row has a sum of at least 1).
+  acc.div_(row_sum.clamp_min(std::numeric_limits<float>::min()).unsqueeze(-1));
+  out_rows.copy_(acc.view({batch, heads, rows, head_dim}));
+  lse_rows.copy_(row_max.add(row_sum.log2()).mul_(kLn2).view({batch, heads, rows}));
 }
 
 }  // namespace
@@ -123,20 +158,22 @@ AttentionWithLse flex_attention(const at::Tensor& query, const at::Tensor& key,
   const int64_t groups = heads / key.size(2);
   // Scores and accumulators in float32 (float64 stays float64).
   const auto acc_type = query.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
-  const at::Tensor q = query.transpose(1, 2).to(acc_type);  // (B, H, Sq, D)
-  at::Tensor k = key.transpose(1, 2).to(acc_type);
-  at::Tensor v = value.transpose(1, 2).to(acc_type);
+  const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(query.size(3))));
+  // Scaled once here rather than once per tile.
+  const at::Tensor q = heads_first(query, acc_type).mul(options.score_mod ? scale : scale * kLog2e);
+  at::Tensor k = heads_first(key, acc_type);
+  at::Tensor v = heads_first(value, acc_type);
   if (groups > 1) {
     k = k.repeat_interleave(groups, 1);
     v = v.repeat_interleave(groups, 1);
   }
-  const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(query.size(3))));
   const BlockMask::State* mask = options.block_mask ? &options.block_mask->state() : nullptr;
   const int64_t block = mask ? mask->block : BlockMask::kDefaultBlock;
 
-  at::Tensor out = at::zeros(q.sizes(), q.options());
-  at::Tensor lse = at::full({batch, heads, seq_q}, kMinusInf, q.options());
-  const TileInputs inputs{q, k, v, scale, mask, options.score_mod ? &*options.score_mod : nullptr};
+  // Every row of both is written by exactly one query block.
+  at::Tensor out = at::empty(q.sizes(), q.options());
+  at::Tensor lse = at::empty({batch, heads, seq_q}, q.options());
+  const TileInputs inputs{q, k, v, mask, options.score_mod ? &*options.score_mod : nullptr};
   const int64_t q_blocks = (seq_q + block - 1) / block;
   const auto attend_blocks = [&](int64_t first, int64_t last) {
     for (int64_t qb = first; qb < last; ++qb) {

@@ -30,8 +30,9 @@ struct BlockMask::State {
   int64_t batch = 0, heads = 0, seq_q = 0, seq_kv = 0, block = 0;
   int64_t q_blocks = 0, kv_blocks = 0;
   std::vector<detail::TileKind> kinds;  // q_blocks x kv_blocks, row-major
-  // For each partial tile (undefined for the others): where its scores are dropped, computed
-  // once when the mask is built, broadcastable to (B, H, Tq, Tk).
+  // For each partial tile (undefined for the others): float32, -inf where its scores are
+  // dropped and 0 elsewhere, computed once when the mask is built, broadcastable to
+  // (B, H, Tq, Tk).
   std::vector<at::Tensor> drops;
   MaskMod mask_mod;  // set when built from a mask_mod
   at::Tensor dense;  // 4-D bool, set when built from a mask tensor

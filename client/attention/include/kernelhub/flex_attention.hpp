@@ -29,7 +29,9 @@ namespace kernelhub::attention {
 using MaskMod = std::function<at::Tensor(const at::Tensor& b, const at::Tensor& h,
                                          const at::Tensor& q_idx, const at::Tensor& kv_idx)>;
 // The tile's scaled scores (B, H, Tq, Tk), float32, and the same indices; returns the new
-// scores (e.g. score + bias, or a soft cap).
+// scores (e.g. score + bias, or a soft cap): `score` itself or a new tensor, which flex then
+// modifies in place (never return a tensor the caller keeps). Tiles run in parallel, so both
+// kinds of function must be safe to call from several threads at once.
 using ScoreMod =
     std::function<at::Tensor(const at::Tensor& score, const at::Tensor& b, const at::Tensor& h,
                              const at::Tensor& q_idx, const at::Tensor& kv_idx)>;
