@@ -10,6 +10,7 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 
+#include "kernelhub/attention_dispatch.hpp"
 #include "kernelhub/flex_attention.hpp"
 #include "tests/attention/native_reference.hpp"
 
@@ -142,4 +143,54 @@ TEST_CASE("flex_attention refuses what it cannot compute, saying why", "[attenti
                     Catch::Contains("built for 32 x 32"));
   CHECK_THROWS_AS(ka::BlockMask::from_bool_mask(at::ones({16, 16}), 1, 4, 16, 16),
                   ka::InvalidInput);  // float: a score_mod, not a mask
+}
+
+TEST_CASE("flex through the dispatcher: Diffusers' masks, causal with and without one, GQA",
+          "[attention][flex]") {
+  const Qkv in = random_qkv(2, 200, 260, 4, 2, 64, at::kFloat);
+  const double inf = std::numeric_limits<double>::infinity();
+  // An additive bias whose first 130 keys are -inf for every query: whole tiles are dropped.
+  at::Tensor bias = at::randn({2, 1, 200, 260}, seeded(5));
+  bias.narrow(3, 0, 130).fill_(-inf);
+  const at::Tensor padding = random_bool_mask({2, 260});  // (B, Skv): key padding
+  struct Case {
+    std::string name;
+    std::optional<at::Tensor> mask;
+    bool causal;
+    at::Tensor reference_mask;  // undefined: none
+  };
+  const std::vector<Case> cases = {
+      {"causal alone (Diffusers ignores it here)", std::nullopt, true, {}},
+      {"bool key padding", padding, false, padding.view({2, 1, 1, 260})},
+      {"bool key padding and causal", padding, true,
+       padding.view({2, 1, 1, 260}).logical_and(at::ones({200, 260}, at::kBool).tril())},
+      {"additive with -inf tiles", bias, false, bias},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    ka::AttentionOptions options;
+    options.backend = "flex";
+    options.attn_mask = c.mask;
+    options.is_causal = c.causal;
+    options.enable_gqa = true;
+    const auto result = ka::dispatch_attention_with_lse(in.q, in.k, in.v, options);
+    // The reference takes causal or a mask: both are combined in reference_mask.
+    Reference ref{std::nullopt, c.causal && !c.mask, std::nullopt};
+    if (c.reference_mask.defined()) ref.mask4d = c.reference_mask;
+    CHECK(max_abs_diff(result.out, reference_attention(in, ref)) < 1e-5);
+    CHECK(max_abs_diff(result.lse, reference_lse(in, ref)) < 1e-5);
+    CHECK(max_abs_diff(ka::dispatch_attention(in.q, in.k, in.v, options), result.out) == 0.0);
+  }
+}
+
+TEST_CASE("flex through the dispatcher refuses dropout and a mask that does not fit",
+          "[attention][flex]") {
+  const Qkv in = random_qkv(1, 16, 16, 2, 2, 8, at::kFloat);
+  ka::AttentionOptions options;
+  options.backend = "flex";
+  options.dropout_p = 0.1;
+  CHECK_THROWS_AS(ka::dispatch_attention(in.q, in.k, in.v, options), ka::UnsupportedArgument);
+  options.dropout_p = 0.0;
+  options.attn_mask = at::ones({3, 16, 16}, at::TensorOptions().dtype(at::kBool));
+  CHECK_THROWS_AS(ka::dispatch_attention(in.q, in.k, in.v, options), ka::InvalidInput);
 }

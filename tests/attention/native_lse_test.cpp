@@ -27,7 +27,7 @@ struct Case {
 
 }  // namespace
 
-TEST_CASE("return_lse: native, _native_math and _native_flash give the float64 lse",
+TEST_CASE("return_lse: native, _native_math, _native_flash and flex give the float64 lse",
           "[attention][lse]") {
   const std::vector<Case> cases = {
       {.name = "plain"},
@@ -37,7 +37,7 @@ TEST_CASE("return_lse: native, _native_math and _native_flash give the float64 l
       {.name = "gqa", .gqa = true},
       {.name = "causal gqa with a scale", .causal = true, .gqa = true, .scale = 0.3},
   };
-  for (const std::string backend : {"native", "_native_math", "_native_flash"}) {
+  for (const std::string backend : {"native", "_native_math", "_native_flash", "flex"}) {
     for (const auto& c : cases) {
       if (backend == "_native_flash" && (c.bool_mask || c.float_mask)) continue;  // no masks
       INFO(backend << ", " << c.name);

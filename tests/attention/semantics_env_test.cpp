@@ -58,9 +58,9 @@ TEST_CASE("DIFFUSERS_ATTN_BACKEND is case-sensitive and an unknown value fails a
 }
 
 TEST_CASE("the start-up backend is activated on first use", "[attention][env]") {
-  const auto out = probe({{"DIFFUSERS_ATTN_BACKEND", "flex"}});
-  CHECK(line(out, "active") == "flex");
-  CHECK_THAT(line(out, "dispatch"), StartsWith("BackendUnavailable: flex cannot run"));
+  const auto out = probe({{"DIFFUSERS_ATTN_BACKEND", "_native_xla"}});
+  CHECK(line(out, "active") == "_native_xla");
+  CHECK_THAT(line(out, "dispatch"), StartsWith("BackendUnavailable: _native_xla needs"));
 }
 
 TEST_CASE("DIFFUSERS_ATTN_CHECKS takes 1/ON/YES/TRUE in any case", "[attention][env]") {

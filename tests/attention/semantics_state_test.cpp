@@ -137,7 +137,7 @@ TEST_CASE("guards set the backend for a scope and nest and restore on exceptions
   CHECK(dispatch_runs_native(call) == (initial != "_native_flash"));
 
   // A guard that cannot activate changes nothing.
-  CHECK_THROWS_AS(ka::BackendGuard("flex"), ka::BackendUnavailable);
+  CHECK_THROWS_AS(ka::BackendGuard("_native_xla"), ka::BackendUnavailable);
   CHECK(ka::active_backend() == initial);
 }
 
@@ -177,7 +177,7 @@ TEST_CASE(
 
   // A backend that cannot activate leaves layers and the active backend alone.
   ka::set_attention_backend(a, "_native_math");
-  CHECK_THROWS_AS(ka::set_attention_backend(a, "flex"), ka::BackendUnavailable);
+  CHECK_THROWS_AS(ka::set_attention_backend(a, "_native_xla"), ka::BackendUnavailable);
   CHECK(a.first->backend() == std::optional<std::string>("_native_math"));
   CHECK(ka::active_backend() == "_native_math");
 }
@@ -191,7 +191,7 @@ TEST_CASE("a layer's own backend - set activates and is case-sensitive and clear
   CHECK_FALSE(runs_native(*layer, call));
   CHECK(ka::active_backend() == "native");  // the per-layer setter is local
 
-  CHECK_THROWS_AS(layer->set_backend("flex"), ka::BackendUnavailable);
+  CHECK_THROWS_AS(layer->set_backend("_native_xla"), ka::BackendUnavailable);
   CHECK(layer->backend() == std::optional<std::string>("_native_flash"));
   CHECK_THAT(thrown<ka::UnknownBackend>([&] { layer->set_backend("_Native_Math"); }),
              Contains("Did you mean _native_math?"));

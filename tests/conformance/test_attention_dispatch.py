@@ -1,15 +1,12 @@
 """Diffusers' dispatch_attention_fn (backend native) and kernelhub's dispatch_attention give
 the same outputs on identical inputs (kh_attention_tool runs ours on the tensors written here).
 """
-import json
 import subprocess
 
 import pytest
 import torch
 
-from conftest import BIN_DIR
-
-TOOL = BIN_DIR / "kh_attention_tool"
+from attention_io import TOOL, read, run_tool, write
 
 CASES = {
     "plain": dict(shape_q=(2, 64, 4, 64), shape_kv=(2, 64, 4, 64)),
@@ -21,17 +18,6 @@ CASES = {
     "additive_mask_4d": dict(shape_q=(2, 24, 4, 64), shape_kv=(2, 24, 4, 64), mask="float4d"),
     "bf16_head128": dict(shape_q=(1, 64, 4, 128), shape_kv=(1, 64, 4, 128), dtype=torch.bfloat16),
 }
-
-
-def write(tmp_path, name, tensor):
-    path = tmp_path / f"{name}.bin"
-    raw = tensor.contiguous()
-    if raw.dtype in (torch.bfloat16, torch.float16):
-        raw = raw.view(torch.int16)
-    path.write_bytes(raw.numpy().tobytes())
-    dtype = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16",
-             torch.bool: "bool"}[tensor.dtype]
-    return {"file": str(path), "shape": list(tensor.shape), "dtype": dtype}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -63,12 +49,8 @@ def test_native_matches_diffusers(case, tmp_path):
         "enable_gqa": c.get("enable_gqa", False), "backend": "native",
         "output": str(tmp_path / "out.bin"),
     }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    run = subprocess.run([str(TOOL), str(tmp_path / "spec.json")], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    raw = torch.frombuffer(bytearray((tmp_path / "out.bin").read_bytes()),
-                           dtype=torch.int16 if dtype != torch.float32 else torch.float32)
-    ours = (raw.view(dtype) if dtype != torch.float32 else raw).reshape(theirs.shape)
+    run_tool(tmp_path, spec)
+    ours = read(tmp_path / "out.bin", dtype, theirs.shape)
     # Both run ATen SDPA on the same libtorch: the outputs must agree to the last bits that
     # thread scheduling can change.
     tolerance = 1e-6 if dtype == torch.float32 else 1e-2
