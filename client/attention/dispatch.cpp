@@ -139,18 +139,25 @@ at::Tensor run_backend(const Backend& backend, const at::Tensor& query, const at
   return run_aten(backend, [&] { return backend.run(inputs); });
 }
 
-AttentionWithLse run_backend_with_lse(const Backend& backend, const at::Tensor& query,
-                                      const at::Tensor& key, const at::Tensor& value,
-                                      const AttentionOptions& options) {
+// Before activation too: asking a backend for what it can never give fetches no kernel.
+void require_lse(const Backend& backend) {
   if (!backend.run_with_lse) {
     throw UnsupportedArgument(
         backend.name +
         " does not support return_lse: it cannot produce the log-sum-exp of its scores. Use "
         "dispatch_attention for the output alone, or a backend that returns the lse: native, "
-        "_native_math, _native_flash, _native_efficient, _native_cudnn, or the flash-attention "
-        "backends (flash_hub, flash_varlen_hub, _flash_3_hub, _flash_3_varlen_hub, flash, "
-        "flash_varlen, _flash_3, _flash_varlen_3).");
+        "_native_math, _native_flash, _native_efficient, _native_cudnn, flex, the "
+        "flash-attention backends (flash_hub, flash_varlen_hub, _flash_3_hub, "
+        "_flash_3_varlen_hub, flash, flash_varlen, _flash_3, _flash_varlen_3) or the sage "
+        "backends (sage_hub, sage, _sage_qk_int8_pv_fp16_cuda, _sage_qk_int8_pv_fp8_cuda, "
+        "_sage_qk_int8_pv_fp8_cuda_sm90).");
   }
+}
+
+AttentionWithLse run_backend_with_lse(const Backend& backend, const at::Tensor& query,
+                                      const at::Tensor& key, const at::Tensor& value,
+                                      const AttentionOptions& options) {
+  require_lse(backend);
   const AttentionInputs inputs{query, key, value, options};
   prepare(backend, inputs);
   return run_aten(backend, [&] { return backend.run_with_lse(inputs); });
@@ -175,6 +182,7 @@ at::Tensor dispatch_attention(const at::Tensor& query, const at::Tensor& key,
 AttentionWithLse dispatch_attention_with_lse(const at::Tensor& query, const at::Tensor& key,
                                              const at::Tensor& value,
                                              const AttentionOptions& options) {
+  if (options.backend) detail::require_lse(detail::find_backend(*options.backend));
   const detail::Backend& backend =
       options.backend ? detail::resolve_named(*options.backend) : detail::active();
   return detail::run_backend_with_lse(backend, query, key, value, options);

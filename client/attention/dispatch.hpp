@@ -12,5 +12,7 @@ at::Tensor run_backend(const Backend& backend, const at::Tensor& query, const at
 AttentionWithLse run_backend_with_lse(const Backend& backend, const at::Tensor& query,
                                       const at::Tensor& key, const at::Tensor& value,
                                       const AttentionOptions& options);
+// UnsupportedArgument naming the backends that can, unless `backend` produces the lse.
+void require_lse(const Backend& backend);
 
 }  // namespace kernelhub::attention::detail

@@ -40,6 +40,9 @@ Backend sage_backend(const std::shared_ptr<SageKernel>& sage) {
     sage->activate([] { return provide_hub_kernel({"sage_hub", kSageRepo, 3}); });
   };
   backend.run = [sage](const AttentionInputs& inputs) { return sage->forward(inputs); };
+  backend.run_with_lse = [sage](const AttentionInputs& inputs) {
+    return sage->forward_with_lse(inputs);
+  };
   return backend;
 }
 

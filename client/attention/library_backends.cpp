@@ -65,6 +65,9 @@ Backend sage_library_backend(const std::string& name, std::function<void()> requ
     });
   };
   backend.run = [sage](const AttentionInputs& inputs) { return sage->forward(inputs); };
+  backend.run_with_lse = [sage](const AttentionInputs& inputs) {
+    return sage->forward_with_lse(inputs);
+  };
   return backend;
 }
 

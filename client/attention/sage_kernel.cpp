@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/einsum.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/mean.h>
@@ -27,6 +29,7 @@ constexpr double kFp8Max = 448.0;  // largest float8_e4m3fn
 constexpr int64_t kLayoutHND = 1;
 constexpr int64_t kLayoutNHD = 0;
 constexpr int64_t kPerWarp = 2;
+constexpr double kLog2e = 1.44269504;  // what sageattn divides the base-2 lse by
 
 int64_t blocks(int64_t length, int64_t block) { return (length + block - 1) / block; }
 
@@ -77,6 +80,14 @@ void SageKernel::activate(const KernelProvider& provide) {
 }
 
 at::Tensor SageKernel::forward(const AttentionInputs& inputs) const {
+  return run(inputs, false).out;
+}
+
+AttentionWithLse SageKernel::forward_with_lse(const AttentionInputs& inputs) const {
+  return run(inputs, true);
+}
+
+AttentionWithLse SageKernel::run(const AttentionInputs& inputs, bool with_lse) const {
   const at::Tensor& query = inputs.query;
   if (query.scalar_type() != at::kHalf && query.scalar_type() != at::kBFloat16) {
     throw InvalidInput(backend_ + ": SageAttention takes float16 or bfloat16 inputs, got " +
@@ -117,18 +128,36 @@ at::Tensor SageKernel::forward(const AttentionInputs& inputs) const {
   quant_k_->call({k, k_mean, k_int8, k_scale, tiles.key_block, kLayoutNHD});
 
   const int64_t causal = inputs.options.is_causal ? 1 : 0;
+  const int64_t return_lse = with_lse ? 1 : 0;
   at::Tensor out = at::empty_like(q);  // the output keeps q's dtype
+  std::vector<c10::IValue> returned;
   if (path_ == SagePath::fp16_pv) {
     // P.V in fp16 with fp32 accumulation, as sageattn's sm80 path.
-    attention_->call({q_int8, k_int8, v.to(at::kHalf), out, q_scale, k_scale, kLayoutNHD, causal,
-                      kPerWarp, sm_scale, int64_t{0}});
+    returned = attention_->call({q_int8, k_int8, v.to(at::kHalf), out, q_scale, k_scale, kLayoutNHD,
+                                 causal, kPerWarp, sm_scale, return_lse});
   } else {
     at::Tensor v_scale;
     const at::Tensor v_fp8 = fp8_value(v, tiles.key_block, v_scale);
-    attention_->call({q_int8, k_int8, v_fp8, out, q_scale, k_scale, v_scale, kLayoutNHD, causal,
-                      kPerWarp, sm_scale, int64_t{0}});
+    returned = attention_->call({q_int8, k_int8, v_fp8, out, q_scale, k_scale, v_scale, kLayoutNHD,
+                                 causal, kPerWarp, sm_scale, return_lse});
   }
-  return dp == d ? out : out.narrow(-1, 0, d);
+  AttentionWithLse result{dp == d ? out : out.narrow(-1, 0, d), {}};
+  if (with_lse) {
+    if (returned.size() != 1 || !returned[0].isTensor() ||
+        returned[0].toTensor().sizes() != at::IntArrayRef({batch, heads, seq_q})) {
+      throw BackendUnavailable(backend_ + ": the kernel " + kernel_->repo +
+                               " returned no (batch, heads, seq_q) lse; this build cannot serve "
+                               "return_lse.");
+    }
+    // Smoothing K by its mean lowered every score of a query row by q . mean(k) * sm_scale:
+    // the softmax does not see it, the lse does.
+    const int64_t group = heads / heads_kv;
+    const at::Tensor mean_per_head = k_mean.to(at::kFloat).repeat_interleave(group, 1);  // (B,H,D)
+    const at::Tensor shift =
+        at::einsum("bshd,bhd->bhs", {q.to(at::kFloat), mean_per_head}).mul_(sm_scale);
+    result.lse = returned[0].toTensor().div(kLog2e).add_(shift);
+  }
+  return result;
 }
 
 // V for the fp8 paths: (B, Hk, D, S padded to whole key tiles), quantised per channel.

@@ -32,8 +32,12 @@ class SageKernel {
 
   // (B,Sq,H,D) -> (B,Sq,H,D); dtype of the input.
   at::Tensor forward(const AttentionInputs& inputs) const;
+  // The same with the lse (B, H, Sq) float32 in natural log, as sageattn(return_lse=True):
+  // the op's base-2 lse of the smoothed scores, converted and shifted back by q . mean(k).
+  AttentionWithLse forward_with_lse(const AttentionInputs& inputs) const;
 
  private:
+  AttentionWithLse run(const AttentionInputs& inputs, bool with_lse) const;
   at::Tensor fp8_value(const at::Tensor& v, int64_t seq_k, at::Tensor& v_scale) const;
 
   std::string backend_;

@@ -1,6 +1,7 @@
 // return_lse through the hub flash kernels (the fixture builds compute softmax_lse like the
-// real CUDA ones): the flash kernels, batch and varlen, against the float64 reference; sage
-// refuses it precisely.
+// real CUDA ones): the flash kernels, batch and varlen, against the float64 reference; sage's,
+// converted from the op's base-2 lse of smoothed scores as sageattn does; a backend without
+// one refuses it precisely.
 #include <ATen/ops/randn.h>
 
 #include "client/attention/include/kernelhub/attention.hpp"
@@ -53,17 +54,42 @@ TEST_CASE("return_lse: the varlen kernels' packed lse comes back as (B, H, Sq)",
   }
 }
 
-TEST_CASE("return_lse is refused precisely where the backend cannot produce it", "[hub][lse]") {
+TEST_CASE("return_lse: sage_hub gives sageattn's natural-log lse of the unsmoothed scores",
+          "[hub][lse]") {
   HubEnvironment hub({.env = {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}}});
+  for (const bool causal : {false, true}) {
+    INFO((causal ? "causal" : "not causal"));
+    // K with a large common offset: smoothing removes it from the scores the kernel sees, so
+    // an lse that forgot to add q . mean(k) back would be off by far more than quantisation.
+    Qkv in = random_qkv(2, 64, 64, 4, 2, 64, at::kBFloat16);
+    in.k = in.k.add(2.0);
+    ka::AttentionOptions options;
+    options.backend = "sage_hub";
+    options.is_causal = causal;
+    options.enable_gqa = true;
+    const Reference ref{std::nullopt, causal, std::nullopt};
+    const auto result = ka::dispatch_attention_with_lse(in.q, in.k, in.v, options);
+    REQUIRE(result.lse.sizes() == at::IntArrayRef({2, 4, 64}));
+    CHECK(result.lse.scalar_type() == at::kFloat);
+    const at::Tensor reference = reference_lse(in, ref);
+    // int8 Q and K: the same order of error as the output's (hub_backends_test, 6e-2).
+    CHECK(max_abs_diff(result.lse, reference) < 6e-2);
+    CHECK(reference.abs().max().item<double>() > 1.0);  // the offset matters
+    CHECK(max_abs_diff(result.out, reference_attention(in, ref)) < 6e-2);
+  }
+}
+
+TEST_CASE("return_lse is refused precisely where the backend cannot produce it", "[hub][lse]") {
   const Qkv in = random_qkv(1, 4, 4, 2, 2, 16, at::kBFloat16);
   ka::AttentionOptions options;
-  options.backend = "sage_hub";
+  options.backend = "xformers";  // refused before activation: no LOCAL_KERNELS needed
   try {
     (void)ka::dispatch_attention_with_lse(in.q, in.k, in.v, options);
     FAIL("return_lse was not refused");
   } catch (const ka::UnsupportedArgument& e) {
     const std::string message = e.what();
-    CHECK(message.find("sage_hub does not support return_lse") == 0);
-    CHECK(message.find("_native_flash") != std::string::npos);
+    CHECK(message.find("xformers does not support return_lse") == 0);
+    CHECK(message.find("sage_hub") != std::string::npos);
+    CHECK(message.find("flex") != std::string::npos);
   }
 }
