@@ -20,7 +20,7 @@ namespace kp = kernelhub::parallel;
 namespace {
 
 // The backends every mode is checked with. flex joins when it returns the lse.
-const char* const kBackends = "native,flash_hub";
+const char* const kBackends = "native,flash_hub,flex";
 
 void require_all_pass(const RanksRun& run) {
   INFO(run.log());
@@ -40,7 +40,7 @@ void equal_to_reference(int world, const std::string& mode) {
          at = rank.output.find(" ok\n", at + 1)) {
       ++cases;
     }
-    CHECK(cases == 4);
+    CHECK(cases == 6);
   }
 }
 
