@@ -192,13 +192,13 @@ int scenario_refuse(const Rank& r, kp::ContextParallel& cp) {
   const at::Tensor v = cp.shard(full.v);
   const bool ring = cp.config().ring_degree > 1;
   try {
-    (void)cp.forward(q, k, v, named(ring ? "sage" : "native"));
+    (void)cp.forward(q, k, v, named(ring ? "xformers" : "native"));
     std::cout << r.tag() << "not refused" << std::endl;
     ok = false;
   } catch (const ka::UnsupportedArgument& e) {
-    // Ring: sage has no lse. Nothing was sent, so nothing waits for this rank.
+    // Ring: xformers has no lse. Nothing was sent, so nothing waits for this rank.
     std::cout << r.tag() << "refused: " << e.what() << std::endl;
-    ok = ring && std::string(e.what()).find("sage does not") != std::string::npos;
+    ok = ring && std::string(e.what()).find("xformers does not") != std::string::npos;
   } catch (const ka::InvalidInput& e) {
     // Ulysses: 3 heads cannot be split over the group.
     std::cout << r.tag() << "refused: " << e.what() << std::endl;

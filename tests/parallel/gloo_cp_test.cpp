@@ -19,7 +19,7 @@ namespace kp = kernelhub::parallel;
 
 namespace {
 
-// The backends every mode is checked with. flex joins when it returns the lse.
+// The backends every mode is checked with.
 const char* const kBackends = "native,flash_hub,flex";
 
 void require_all_pass(const RanksRun& run) {
