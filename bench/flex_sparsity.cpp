@@ -1,8 +1,8 @@
 // kernelhub flex: block-sparse work is skipped. Times one dense, one causal and one
 // sliding-window-256 call at 4096 tokens (fp32, CPU) in one run and prints their ratios
-// (issue 12's goals: causal <= 0.6x dense, window <= 0.15x). The comparison with Python's
-// eager flex_attention comes with the conformance suite.
-// Usage: kh_flex_sparsity [--seq N] [--heads H] [--head-dim D] [--repeats R]
+// (issue 12's goals: causal <= 0.6x dense, window <= 0.15x). bench/flex_bench.py runs it with
+// --json next to Python's eager flex_attention on the same shapes.
+// Usage: kh_flex_sparsity [--seq N] [--heads H] [--head-dim D] [--repeats R] [--json]
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -37,13 +37,20 @@ int main(int argc, char** argv) {
   int64_t heads = 4;
   int64_t head_dim = 64;
   int repeats = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--json") {
+      json = true;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     const long long value = std::atoll(argv[i + 1]);
     if (flag == "--seq") seq = value;
     if (flag == "--heads") heads = value;
     if (flag == "--head-dim") head_dim = value;
     if (flag == "--repeats") repeats = static_cast<int>(value);
+    ++i;
   }
   const at::Tensor q = at::randn({1, seq, heads, head_dim});
   const at::Tensor k = at::randn({1, seq, heads, head_dim});
@@ -63,6 +70,13 @@ int main(int argc, char** argv) {
   const double dense = best_ms(q, k, v, dense_options, repeats);
   const double causal_ms = best_ms(q, k, v, causal_options, repeats);
   const double window_ms = best_ms(q, k, v, window_options, repeats);
+  if (json) {
+    std::cout << "{\"dense_ms\": " << dense << ", \"causal_ms\": " << causal_ms
+              << ", \"window_ms\": " << window_ms
+              << ", \"causal_density\": " << causal_options.block_mask->density()
+              << ", \"window_density\": " << window_options.block_mask->density() << "}\n";
+    return 0;
+  }
   std::cout << "| case (S=" << seq << ", H=" << heads << ", D=" << head_dim
             << ", fp32, CPU) | tiles computed | ms (best of " << repeats
             << ") | vs dense |\n|---|---:|---:|---:|\n"
