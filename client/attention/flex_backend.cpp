@@ -22,9 +22,9 @@ at::Tensor causal_keep(int64_t seq_q, int64_t seq_kv, c10::Device device) {
 }
 
 const MaskMod& causal_mask_mod() {
-  static const MaskMod causal = [](const at::Tensor&, const at::Tensor&, const at::Tensor& q,
-                                   const at::Tensor& kv) { return q.ge(kv); };
-  return causal;
+  static const MaskMod kCausal = [](const at::Tensor&, const at::Tensor&, const at::Tensor& q,
+                                    const at::Tensor& kv) { return q.ge(kv); };
+  return kCausal;
 }
 
 FlexOptions flex_options(const AttentionInputs& in) {
