@@ -3,7 +3,6 @@
 // hands them to torch as shared_ptrs: no gloo object is laid out or touched here, so a
 // version difference between the two copies of gloo does not matter.
 #define USE_C10D_GLOO
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <string>
@@ -41,18 +40,7 @@ ProcessGroup ProcessGroup::gloo(const GroupOptions& options) {
   try {
     const c10::intrusive_ptr<c10d::Store> store = make_store(options);
     const auto gloo = gloo_options(options);
-    impl->world = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>("kh_world", store), options.rank, options.world_size,
-        gloo);
-    const int rank = options.rank;
-    impl->subgroup = [store, gloo, rank](const std::string& prefix,
-                                         const std::vector<int>& ranks) -> BackendPtr {
-      int index = 0;
-      while (index < static_cast<int>(ranks.size()) && ranks[index] != rank) ++index;
-      return c10::make_intrusive<c10d::ProcessGroupGloo>(
-          c10::make_intrusive<c10d::PrefixStore>(prefix, store), index,
-          static_cast<int>(ranks.size()), gloo);
-    };
+    make_groups<c10d::ProcessGroupGloo>(*impl, store, gloo);
   } catch (const CommunicationError&) {
     throw;
   } catch (const std::exception& error) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "kernelhub/context_parallel.hpp"
@@ -34,5 +35,22 @@ void check_rank(const GroupOptions& options);
 // CommunicationError saying which group could not form and what to check.
 [[noreturn]] void refuse_group(const std::string& backend, const GroupOptions& options,
                                const std::exception& error);
+
+// The world group and the sub-group factory for one c10d backend type (ProcessGroupGloo,
+// ProcessGroupNCCL): every group rendezvous under its own prefix of the one store.
+template <class Backend, class BackendOptions>
+void make_groups(ProcessGroup::Impl& impl, const c10::intrusive_ptr<c10d::Store>& store,
+                 const BackendOptions& backend_options) {
+  impl.world =
+      c10::make_intrusive<Backend>(c10::make_intrusive<c10d::PrefixStore>("kh_world", store),
+                                   impl.rank, impl.size, backend_options);
+  impl.subgroup = [store, backend_options, rank = impl.rank](
+                      const std::string& prefix, const std::vector<int>& ranks) -> BackendPtr {
+    int index = 0;  // this rank's place in the sub-group
+    while (index < static_cast<int>(ranks.size()) && ranks[index] != rank) ++index;
+    return c10::make_intrusive<Backend>(c10::make_intrusive<c10d::PrefixStore>(prefix, store),
+                                        index, static_cast<int>(ranks.size()), backend_options);
+  };
+}
 
 }  // namespace kernelhub::parallel

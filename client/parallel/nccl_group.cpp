@@ -2,7 +2,6 @@
 // NCCL and CUDA headers; it links libtorch_cuda, which kh_parallel never does.
 #define USE_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include <string>
@@ -24,18 +23,7 @@ ProcessGroup make_nccl_group(const GroupOptions& options, int cuda_device) {
     const c10::intrusive_ptr<c10d::Store> store = make_store(options);
     auto nccl = c10d::ProcessGroupNCCL::Options::create();
     nccl->timeout = options.timeout;
-    impl->world = c10::make_intrusive<c10d::ProcessGroupNCCL>(
-        c10::make_intrusive<c10d::PrefixStore>("kh_world", store), options.rank, options.world_size,
-        nccl);
-    const int rank = options.rank;
-    impl->subgroup = [store, nccl, rank](const std::string& prefix,
-                                         const std::vector<int>& ranks) -> BackendPtr {
-      int index = 0;
-      while (index < static_cast<int>(ranks.size()) && ranks[index] != rank) ++index;
-      return c10::make_intrusive<c10d::ProcessGroupNCCL>(
-          c10::make_intrusive<c10d::PrefixStore>(prefix, store), index,
-          static_cast<int>(ranks.size()), nccl);
-    };
+    make_groups<c10d::ProcessGroupNCCL>(*impl, store, nccl);
   } catch (const CommunicationError&) {
     throw;
   } catch (const std::exception& error) {
