@@ -4,6 +4,7 @@
 // ones without publishing them; warn serves them with a warning (and kernelhubd counts
 // them); a SIGHUP policy switch applies to what is already cached; the signed metadata.json
 // is bound to the requested version; a receipt others could have written is not trusted.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -80,9 +81,20 @@ struct Signer {
   }
 };
 
-std::string only_variant(const fs::path& tree) {
+// Every build/<variant> of a tree, sorted: the CPU build, and the CUDA one where nvcc built it.
+std::vector<std::string> variants_of(const fs::path& tree) {
+  std::vector<std::string> names;
   for (const auto& variant : fs::directory_iterator(tree / "build")) {
-    return variant.path().filename().string();
+    names.push_back(variant.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The CPU build, which a CPU host selects.
+std::string only_variant(const fs::path& tree) {
+  for (const auto& name : variants_of(tree)) {
+    if (name.find("-cpu-") != std::string::npos) return name;
   }
   return {};
 }
@@ -317,12 +329,16 @@ TEST_CASE("verify-signature prints one line per variant and exits 1 when one fai
   const auto good = verify("1");
   INFO(good.err);
   CHECK(good.exit_code == 0);
-  CHECK(good.out.rfind("\u2705 kernels-community/relu build/" + only_variant(kReluSource) +
-                           ": signed by https://github.com/huggingface/kernels-community/"
-                           ".github/workflows/build.yaml@refs/heads/main "
-                           "(https://token.actions.githubusercontent.com) at ",
-                       0) == 0);
-  CHECK(std::count(good.out.begin(), good.out.end(), '\n') == 1);
+  const auto variants = variants_of(kReluSource);
+  for (const auto& variant : variants) {
+    CHECK_THAT(good.out, Catch::Contains("\u2705 kernels-community/relu build/" + variant +
+                                         ": signed by https://github.com/huggingface/"
+                                         "kernels-community/.github/workflows/build.yaml@refs/"
+                                         "heads/main (https://token.actions.githubusercontent.com)"
+                                         " at "));
+  }
+  CHECK(std::count(good.out.begin(), good.out.end(), '\n') ==
+        static_cast<std::ptrdiff_t>(variants.size()));
   const auto bad = verify("2");  // the fixture's v2: unsigned
   CHECK(bad.exit_code == 1);
   CHECK(bad.out.rfind("\u274c kernels-community/relu build/", 0) == 0);

@@ -36,10 +36,16 @@ for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HF_HUB_CACHE", "KERNELS_CACHE", "LOCA
     os.environ.pop(var, None)
 
 
+def variant_names() -> list[str]:
+    """Every variant folder of the fixture relu v1: the CPU one, and beside it the CUDA one."""
+    return sorted(p.name for p in (FIXTURE_SRC / f"{KERNEL}-v1" / "build").iterdir())
+
+
 def variant_name() -> str:
-    """The one variant folder the fixture build produced (e.g. torch215-cxx11-cpu-x86_64-linux)."""
-    names = sorted(p.name for p in (FIXTURE_SRC / f"{KERNEL}-v1" / "build").iterdir())
-    assert len(names) == 1, f"expected one fixture variant, found {names}"
+    """The CPU variant folder the fixture build produced (e.g. torch215-cxx11-cpu-x86_64-linux),
+    which CPU hosts select."""
+    names = [n for n in variant_names() if "-cpu-" in n]
+    assert len(names) == 1, f"expected one CPU fixture variant, found {variant_names()}"
     return names[0]
 
 

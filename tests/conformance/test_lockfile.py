@@ -134,8 +134,10 @@ def kernels_written_lock(store_hub, tmp_path_factory):
 def locked_cache(kernels_written_lock, tmp_path_factory):
     """A cache filled only by `kernelhub download --lockfile` from the lock `kernels` wrote."""
     cache = tmp_path_factory.mktemp("locked-cache")
+    # Every variant (the fixtures have CPU and CUDA builds), as `kernels download
+    # --all-variants` below wants them.
     r = run_kernelhub("download", "--lockfile", str(kernels_written_lock / "kernels.lock"),
-                      "--cache-dir", str(cache), "--json")
+                      "--cache-dir", str(cache), "--json", "--all-variants")
     assert r.returncode == 0, r.stderr
     fetched = json.loads(r.stdout)
     locks = {e["dependency"]["repo-id"]: e["lock"]["commit"]
@@ -169,8 +171,8 @@ def test_kernels_download_project_finds_everything_in_the_kernelhub_cache(kernel
                                                                           locked_cache):
     # `kernels download` lists the tree even when the files are cached, so it runs online;
     # every file it needs is already there, written by kernelhub, and none is written again.
-    # --all-variants: without it, kernels selects for the venv torch's CUDA backend, and the
-    # fixture kernels are CPU builds.
+    # --all-variants: both sides hold every variant (kernels alone would select for the venv
+    # torch's CUDA backend).
     before = blobs_of(locked_cache)
     assert before
     r = kernels_cli("download", str(kernels_written_lock), "--all-variants",

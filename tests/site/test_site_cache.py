@@ -55,7 +55,8 @@ def store_object(repo: str, sha256: str) -> Path:
 
 
 def the_so(files: dict) -> str:
-    (so,) = [p for p in files if p.endswith(".so")]
+    """The CPU build's .so, which these CPU hosts fetch (a CUDA build sits beside it)."""
+    (so,) = [p for p in files if p.endswith(".so") and "-cpu-" in p]
     assert files[so]["lfs"] and files[so]["size"] >= 1 << 20, f"{so} should be a > 1 MiB LFS file"
     return so
 
