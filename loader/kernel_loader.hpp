@@ -53,10 +53,13 @@ struct LoadedKernel {
 struct Runtime {
   int torch_major = 0;
   int torch_minor = 0;
-  std::string arch;                 // x86_64 | aarch64
-  std::string os;                   // linux
-  std::optional<std::string> cuda;  // "13.2" when a CUDA runtime is loaded, else empty
-  bool cxx11_abi = true;            // _GLIBCXX_USE_CXX11_ABI of the libtorch build
+  std::string arch;  // x86_64 | aarch64
+  std::string os;    // linux
+  // "13.2" when libtorch_cuda is loaded, GPU or not: the CUDA builds this process can load.
+  std::optional<std::string> libtorch_cuda;
+  // "13.2" when CUDA is also usable (a device is present): what variant selection prefers.
+  std::optional<std::string> cuda;
+  bool cxx11_abi = true;  // _GLIBCXX_USE_CXX11_ABI of the libtorch build
 };
 Runtime current_runtime();
 

@@ -2,9 +2,23 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <array>
 #include <map>
+#include <string_view>
 
 namespace kernelhub::loader {
+namespace {
+
+constexpr std::array<std::string_view, 2> kTorchCudaLibraries = {"libtorch_cuda.so",
+                                                                 "libc10_cuda.so"};
+
+bool is_torch_cuda_library(std::string_view soname) {
+  return std::find(kTorchCudaLibraries.begin(), kTorchCudaLibraries.end(), soname) !=
+         kTorchCudaLibraries.end();
+}
+
+}  // namespace
 
 bool loadable_from_search_path(const std::string& soname) {
   // The handle is kept, not dlclose'd: the kernel about to load needs the library.
@@ -24,16 +38,27 @@ Result<std::vector<std::size_t>> plan_load_order(const std::vector<SharedObject>
   // as they would inside ld.so.
   std::vector<std::vector<std::size_t>> needs(objects.size());
   std::string missing;
+  std::string needs_cuda;
   for (std::size_t i = 0; i < objects.size(); ++i) {
     for (const auto& name : objects[i].info.needed) {
       const bool loaded = ::dlopen(name.c_str(), RTLD_NOLOAD | RTLD_LAZY) != nullptr;
       if (loaded) continue;
-      if (const auto it = by_soname.find(name); it != by_soname.end() && it->second != i) {
+      if (is_torch_cuda_library(name)) {
+        needs_cuda +=
+            (needs_cuda.empty() ? "" : ", ") + name + " (needed by " + objects[i].path + ")";
+      } else if (const auto it = by_soname.find(name); it != by_soname.end() && it->second != i) {
         needs[i].push_back(it->second);
       } else if (!probe(name)) {
         missing += (missing.empty() ? "" : ", ") + name + " (needed by " + objects[i].path + ")";
       }
     }
+  }
+  if (!needs_cuda.empty()) {
+    return fail(
+        ErrorCode::incompatible_kernel,
+        "the kernel is a CUDA build and this process's libtorch has no CUDA: " + needs_cuda +
+            " not loaded. Link libtorch_cuda and libc10_cuda into the program, or use a "
+            "cpu variant (KERNELHUB_BACKEND=cpu)");
   }
   if (!missing.empty()) {
     return fail(ErrorCode::missing_dependency,

@@ -23,8 +23,11 @@ struct SharedObject {
 using DependencyProbe = std::function<bool(const std::string& soname)>;
 bool loadable_from_search_path(const std::string& soname);
 
-// Indices into `objects`, dependencies first. missing_dependency lists every DT_NEEDED that
-// is neither a sibling nor resolvable; load_failed for a dependency cycle among siblings.
+// Indices into `objects`, dependencies first. incompatible_kernel when an object needs
+// torch's CUDA libraries (libtorch_cuda.so, libc10_cuda.so) and this process's libtorch has
+// none loaded: they are never taken from the search path, where they would add a CUDA half
+// to a libtorch built without it. missing_dependency lists every other DT_NEEDED that is
+// neither loaded, a sibling nor resolvable; load_failed for a dependency cycle among siblings.
 Result<std::vector<std::size_t>> plan_load_order(
     const std::vector<SharedObject>& objects,
     const DependencyProbe& probe = loadable_from_search_path);

@@ -28,21 +28,25 @@ std::optional<std::pair<int, int>> parse_cuda(const std::string& text) {
 }
 
 std::string device_text(const Runtime& runtime) {
-  return runtime.cuda ? "CUDA " + *runtime.cuda : "no CUDA runtime (CPU only)";
+  return runtime.libtorch_cuda ? "CUDA " + *runtime.libtorch_cuda
+                               : "a libtorch without CUDA (CPU only)";
 }
 
 // Empty when the backend can run here, else why not.
 std::string backend_rejection(const hub::BackendToken& backend, const Runtime& runtime) {
   if (backend.family == "cpu") return {};
   if (backend.family == "cuda") {
-    if (!runtime.cuda) {
+    // Loading needs libtorch_cuda, not a GPU: without one the ops register and their calls
+    // fail with torch's CUDA error.
+    if (!runtime.libtorch_cuda) {
       return "built for CUDA " + version_text(backend.major, backend.minor) +
-             ", but this process has no CUDA runtime (libtorch without CUDA, or no GPU driver)";
+             ", but this process's libtorch has no CUDA (libtorch_cuda.so is not loaded): link "
+             "libtorch_cuda and libc10_cuda, or use a cpu variant (KERNELHUB_BACKEND=cpu)";
     }
-    const auto have = parse_cuda(*runtime.cuda);
+    const auto have = parse_cuda(*runtime.libtorch_cuda);
     if (!have || have->first != backend.major || have->second < backend.minor) {
       return "built for CUDA " + version_text(backend.major, backend.minor) +
-             ", this libtorch uses CUDA " + *runtime.cuda +
+             ", this libtorch uses CUDA " + *runtime.libtorch_cuda +
              " (needs the same major version and a minor version no newer)";
     }
     return {};
@@ -64,10 +68,13 @@ Runtime current_runtime() {
 #endif
   runtime.os = "linux";
   runtime.cxx11_abi = _GLIBCXX_USE_CXX11_ABI != 0;
-  // hasCUDA is true only when libtorch_cuda is loaded and a device is usable.
-  if (at::hasCUDA()) {
-    const long cudart = at::detail::getCUDAHooks().versionCUDART();  // e.g. 13020
-    runtime.cuda = std::to_string(cudart / 1000) + "." + std::to_string((cudart % 1000) / 10);
+  // hasCUDART: libtorch_cuda is loaded (its hooks registered); hasCUDA: and a device is usable.
+  const auto& hooks = at::detail::getCUDAHooks();
+  if (hooks.hasCUDART()) {
+    const long cudart = hooks.versionCUDART();  // e.g. 13020
+    runtime.libtorch_cuda =
+        std::to_string(cudart / 1000) + "." + std::to_string((cudart % 1000) / 10);
+    if (at::hasCUDA()) runtime.cuda = runtime.libtorch_cuda;
   }
   return runtime;
 }

@@ -232,7 +232,7 @@ TEST_CASE("broken-python-abi is refused naming _Py_NoneStruct and the process li
 
 TEST_CASE("variants this process cannot load are refused with the reason") {
   Runtime runtime = current_runtime();
-  REQUIRE_FALSE(runtime.cuda);  // the test machines run libtorch on CPU
+  REQUIRE_FALSE(runtime.libtorch_cuda);  // this binary links libtorch_cpu only
   const std::string tail = "-" + runtime.arch + "-linux";
   const std::string torch =
       "torch" + std::to_string(runtime.torch_major) + std::to_string(runtime.torch_minor);
@@ -258,7 +258,7 @@ TEST_CASE("variants this process cannot load are refused with the reason") {
   };
   const std::vector<Case> refused = {
       {older + "-cxx11-cpu" + tail, "built for torch"},
-      {torch + "-cxx11-cu132" + tail, "no CUDA runtime"},
+      {torch + "-cxx11-cu132" + tail, "libtorch has no CUDA"},
       {newer_abi + "-cpu" + tail, "stable ABI"},
       {"tvm-ffi01-cpu" + tail, "needs Python"},
       {"torch-cpu", "needs Python"},
@@ -278,8 +278,9 @@ TEST_CASE("variants this process cannot load are refused with the reason") {
     CHECK_THAT(result.error().message, Catch::Contains(c.variant));
   }
 
-  // A runtime with CUDA 13.2 takes cu130/cu132 and cpu, not cu126 or a newer minor.
-  runtime.cuda = "13.2";
+  // A libtorch with CUDA 13.2 takes cu130/cu132 and cpu, not cu126 or a newer minor, GPU
+  // or not (runtime.cuda, a usable device, only steers selection).
+  runtime.libtorch_cuda = "13.2";
   CHECK(check_variant_compatible(torch + "-cxx11-cu132" + tail, runtime));
   CHECK(check_variant_compatible(torch + "-cxx11-cu130" + tail, runtime));
   CHECK(check_variant_compatible(torch + "-cxx11-cpu" + tail, runtime));

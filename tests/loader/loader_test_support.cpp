@@ -18,6 +18,16 @@ fs::path fixture_variant_dir(const std::string& name, int version) {
   return fixture_kernel_dir(name, version) / "build" / KH_FIXTURE_VARIANT;
 }
 
+fs::path fixture_cuda_variant_dir(const std::string& name, int version) {
+  INFO("the CUDA fixture variants were not built (" KH_FIXTURE_CUDA_WHY
+       "); configure with -DKERNELHUB_CUDA_FIXTURES=OFF to leave their tests out");
+  REQUIRE(std::string(KH_FIXTURE_CUDA_VARIANT) != "");
+  const auto dir = fixture_kernel_dir(name, version) / "build" / KH_FIXTURE_CUDA_VARIANT;
+  INFO(dir.string());
+  REQUIRE(fs::is_regular_file(dir / "metadata.json"));
+  return dir;
+}
+
 fs::path only_shared_object(const fs::path& variant_dir) {
   std::vector<fs::path> found;
   for (const auto& entry : fs::directory_iterator(variant_dir)) {

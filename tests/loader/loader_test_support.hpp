@@ -13,6 +13,9 @@ namespace kernelhub::testing {
 std::filesystem::path fixture_kernel_dir(const std::string& name, int version);
 // Its build/<variant>/ folder for this build's torch (KH_FIXTURE_VARIANT).
 std::filesystem::path fixture_variant_dir(const std::string& name, int version);
+// Its CUDA build/<variant>/ (KH_FIXTURE_CUDA_VARIANT); fails the test, saying why, when the
+// CUDA fixtures were not built.
+std::filesystem::path fixture_cuda_variant_dir(const std::string& name, int version);
 // The single *.so of a variant folder.
 std::filesystem::path only_shared_object(const std::filesystem::path& variant_dir);
 // metadata.json `id`, read with nlohmann directly (not through the loader).
