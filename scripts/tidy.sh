@@ -50,6 +50,9 @@ for db in dbs:
         path = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
         if path.startswith(root + "/") and path not in seen:
             seen.add(path)
+            # The fixture kernels' gcc-only flag, an unknown argument to clang.
+            if "command" in entry:
+                entry["command"] = entry["command"].replace(" -fno-gnu-unique", "")
             merged.append(entry)
             print(os.path.relpath(path, root))
 json.dump(merged, open(os.path.join(out, "compile_commands.json"), "w"))

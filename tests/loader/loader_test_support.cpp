@@ -22,7 +22,7 @@ fs::path fixture_cuda_variant_dir(const std::string& name, int version) {
   INFO("the CUDA fixture variants were not built (" KH_FIXTURE_CUDA_WHY
        "); configure with -DKERNELHUB_CUDA_FIXTURES=OFF to leave their tests out");
   REQUIRE(std::string(KH_FIXTURE_CUDA_VARIANT) != "");
-  const auto dir = fixture_kernel_dir(name, version) / "build" / KH_FIXTURE_CUDA_VARIANT;
+  auto dir = fixture_kernel_dir(name, version) / "build" / KH_FIXTURE_CUDA_VARIANT;
   INFO(dir.string());
   REQUIRE(fs::is_regular_file(dir / "metadata.json"));
   return dir;
