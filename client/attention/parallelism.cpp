@@ -1,5 +1,6 @@
 #include "client/attention/parallelism.hpp"
 
+#include <atomic>
 #include <mutex>
 #include <utility>
 
@@ -8,8 +9,9 @@
 namespace kernelhub::attention::detail {
 namespace {
 
-// Process-wide like BackendGuard; read once per call under a mutex (a parallel call spends
-// milliseconds in communication, so the lock is not what costs).
+// Process-wide like BackendGuard. Every dispatch asks for it, so the common case (no guard)
+// is one relaxed-cost atomic load; the mutex is taken only while a guard is set.
+std::atomic<bool> guard_set{false};
 std::mutex& guard_mutex() {
   static std::mutex mutex;
   return mutex;
@@ -22,13 +24,14 @@ thread_local bool inside_parallelism = false;
 
 std::shared_ptr<AttentionParallelism> exchange_guarded(std::shared_ptr<AttentionParallelism> next) {
   const std::lock_guard lock(guard_mutex());
+  guard_set.store(next != nullptr, std::memory_order_release);
   return std::exchange(guarded(), std::move(next));
 }
 
 }  // namespace
 
 std::shared_ptr<AttentionParallelism> parallelism_for_call() {
-  if (inside_parallelism) return nullptr;
+  if (inside_parallelism || !guard_set.load(std::memory_order_acquire)) return nullptr;
   const std::lock_guard lock(guard_mutex());
   return guarded();
 }
