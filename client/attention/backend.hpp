@@ -6,6 +6,7 @@
 // A backend that cannot run here still registers; its `activate` says precisely why.
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,12 @@ struct AttentionInputs {
   const at::Tensor& value;
   const AttentionOptions& options;
 };
+
+// The softmax scale of a call: options.scale, else 1/sqrt(head_dim).
+inline double softmax_scale(const AttentionInputs& inputs) {
+  if (inputs.options.scale) return *inputs.options.scale;
+  return 1.0 / std::sqrt(static_cast<double>(inputs.query.size(-1)));
+}
 
 // A Diffusers constraint (_check_device, _check_shape, ...): throws InvalidInput with the
 // Diffusers text. Run per call only when checks are enabled.

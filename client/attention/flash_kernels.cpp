@@ -1,6 +1,5 @@
 #include "client/attention/flash_kernels.hpp"
 
-#include <cmath>
 #include <optional>
 
 #include <ATen/ops/constant_pad_nd.h>
@@ -93,7 +92,8 @@ AttentionWithLse flash2_varlen(const loader::KernelOp& varlen_fwd, const Attenti
 
 // FA3 `fwd`, batch layout, or packed with cu_seqlens when `varlen`. FA3's fwd has a default
 // for everything after v: pass what this call needs by name.
-AttentionWithLse flash3(const loader::KernelOp& fwd, const AttentionInputs& inputs, bool varlen) {
+AttentionWithLse flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs,
+                                bool varlen) {
   std::vector<std::pair<std::string_view, c10::IValue>> arguments;
   std::optional<VarlenPack> pack;
   if (varlen) {
@@ -131,22 +131,14 @@ AttentionWithLse checked(AttentionWithLse result, const AttentionInputs& inputs)
   return result;
 }
 
-}  // namespace
-
-double softmax_scale(const AttentionInputs& inputs) {
-  if (inputs.options.scale) return *inputs.options.scale;
-  return 1.0 / std::sqrt(static_cast<double>(inputs.query.size(-1)));
-}
-
+// flash_attn_func (`varlen` false) through FA2 `fwd`, or flash_attn_varlen_func through
+// `varlen_fwd`. The lse is the kernel's softmax_lse as (B, H, Sq) where it returned one.
 AttentionWithLse flash2_forward(const loader::KernelOp& op, const AttentionInputs& inputs,
                                 bool varlen) {
   return varlen ? flash2_varlen(op, inputs) : flash2_batch(op, inputs);
 }
 
-AttentionWithLse flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs,
-                                bool varlen) {
-  return flash3(fwd, inputs, varlen);
-}
+}  // namespace
 
 Backend make_flash2_backend(std::string name, const std::shared_ptr<LazyOp>& op, bool varlen) {
   Backend backend;

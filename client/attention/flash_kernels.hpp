@@ -17,19 +17,6 @@
 
 namespace kernelhub::attention::detail {
 
-// flash_attn_func (`varlen` false) through FA2 `fwd`, or flash_attn_varlen_func over the
-// key-padding mask (valid keys at any positions) through `varlen_fwd`: q (B,Sq,H,D),
-// k/v (B,Skv,Hkv,D). The lse is the kernel's softmax_lse as (B, H, Sq) where it returned one
-// (undefined otherwise; varlen's packed (H, total_q) is unpacked).
-AttentionWithLse flash2_forward(const loader::KernelOp& op, const AttentionInputs& inputs,
-                                bool varlen);
-// FA3 `fwd`, batch layout, or packed with cu_seqlens when `varlen`; the lse as above.
-AttentionWithLse flash3_forward(const loader::KernelOp& fwd, const AttentionInputs& inputs,
-                                bool varlen);
-
-// The softmax scale the kernels get: options.scale, else 1/sqrt(head_dim).
-double softmax_scale(const AttentionInputs& inputs);
-
 // Table entries for the flash-attention families; `varlen` picks varlen_fwd / cu_seqlens
 // and honours key-padding masks. The op must be FA2 `fwd`/`varlen_fwd` or FA3 `fwd`.
 Backend make_flash2_backend(std::string name, const std::shared_ptr<LazyOp>& op, bool varlen);

@@ -2,7 +2,6 @@
 // (B, H, S, D) views of the dispatcher's (B, S, H, D) tensors. Constraints and honoured
 // arguments follow Diffusers 0.42.1; where Diffusers silently drops an argument (is_causal
 // on _native_npu, scale on _native_xla, ...), it is refused instead.
-#include <cmath>
 #include <limits>
 
 #include <ATen/ops/_scaled_dot_product_attention_math.h>
@@ -73,8 +72,8 @@ at::Tensor scores_lse(const AttentionInputs& in) {
   const auto& o = in.options;
   const auto dtype = in.query.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   const HeadsFirst t = heads_first_repeated(in);
-  const double scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(in.query.size(-1))));
-  at::Tensor scores = at::matmul(t.q.to(dtype), t.k.to(dtype).transpose(-2, -1)).mul_(scale);
+  at::Tensor scores =
+      at::matmul(t.q.to(dtype), t.k.to(dtype).transpose(-2, -1)).mul_(softmax_scale(in));
   if (auto mask = sdpa_mask(o.attn_mask, in.query, in.key)) {
     scores = scores.add(additive_mask(*mask, dtype));
   }
@@ -255,8 +254,7 @@ void register_native_backends(std::vector<Backend>& table) {
       "`attn_mask` is not supported for XLA attention"));
   table.push_back(make("flex", {check_attn_mask_or_causal, check_device, check_shape},
                        {.attn_mask = true, .is_causal = true, .scale = true, .enable_gqa = true},
-                       nothing_to_activate, run_flex,
-                       {}, run_flex_with_lse));
+                       nothing_to_activate, run_flex, {}, run_flex_with_lse));
 }
 
 }  // namespace kernelhub::attention::detail
