@@ -12,14 +12,10 @@
 #include <ATen/ops/exp.h>
 #include <ATen/ops/exp2.h>
 #include <ATen/ops/full.h>
-#include <ATen/ops/full_like.h>
 #include <ATen/ops/log.h>
 #include <ATen/ops/log2.h>
-#include <ATen/ops/matmul.h>
 #include <ATen/ops/maximum.h>
-#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
-#include <ATen/ops/zeros_like.h>
 
 #include "client/attention/flex_tiles.hpp"
 
@@ -185,9 +181,9 @@ AttentionWithLse flex_attention(const at::Tensor& query, const at::Tensor& key,
   };
   if (q.is_cpu()) {
     settle_vector_math_once();
-    // Query blocks are independent: each runs on one thread, so its GEMMs run single-threaded
-    // inside the parallel region. Left to itself, MKL picks a thread count per call from the
-    // machine's load, and the fp32 result then changes from run to run (seen at ~8e-5).
+    // Query blocks are independent: one thread each, and inside the parallel region the
+    // tile-sized ATen ops and GEMMs run single-threaded instead of each splitting its small
+    // tile across threads.
     at::parallel_for(0, q_blocks, 1, attend_blocks);
   } else {
     attend_blocks(0, q_blocks);  // one stream: the device parallelises each tile

@@ -3,6 +3,10 @@
 // a mask_mod; an additive float mask becomes a score modification, its -inf entries a block
 // mask too, so tiles it empties are skipped. Unlike Diffusers, is_causal is honoured without a
 // mask (Diffusers ignores it there) and together with one; dropout is refused, not dropped.
+#include <map>
+#include <mutex>
+#include <utility>
+
 #include <ATen/ops/arange.h>
 
 #include "client/attention/backend.hpp"
@@ -21,10 +25,22 @@ at::Tensor causal_keep(int64_t seq_q, int64_t seq_kv, c10::Device device) {
       .ge(at::arange(seq_kv, options).view({1, seq_kv}));
 }
 
-const MaskMod& causal_mask_mod() {
-  static const MaskMod kCausal = [](const at::Tensor&, const at::Tensor&, const at::Tensor& q,
-                                    const at::Tensor& kv) { return q.ge(kv); };
-  return kCausal;
+// The causal block mask for these lengths, built once: classifying every tile costs about
+// what a sparse call itself does, and a model asks for the same lengths layer after layer.
+// Built for one batch and head (its tiles broadcast over all of them); at most a few
+// length pairs are kept.
+BlockMask causal_block_mask(int64_t seq_q, int64_t seq_kv) {
+  static std::mutex mutex;
+  static std::map<std::pair<int64_t, int64_t>, BlockMask> cache;
+  constexpr std::size_t kKept = 8;
+  const std::lock_guard lock(mutex);
+  if (const auto it = cache.find({seq_q, seq_kv}); it != cache.end()) return it->second;
+  const MaskMod causal = [](const at::Tensor&, const at::Tensor&, const at::Tensor& q,
+                            const at::Tensor& kv) { return q.ge(kv); };
+  if (cache.size() >= kKept) cache.clear();
+  return cache
+      .emplace(std::pair{seq_q, seq_kv}, BlockMask::from_mask_mod(causal, 1, 1, seq_q, seq_kv))
+      .first->second;
 }
 
 FlexOptions flex_options(const AttentionInputs& in) {
@@ -48,7 +64,7 @@ FlexOptions flex_options(const AttentionInputs& in) {
     }
   }
   if (o.is_causal && !keep) {  // built tile by tile: no dense (Sq, Skv) mask
-    flex.block_mask = BlockMask::from_mask_mod(causal_mask_mod(), batch, heads, seq_q, seq_kv);
+    flex.block_mask = causal_block_mask(seq_q, seq_kv);
     return flex;
   }
   if (o.is_causal) keep = keep->logical_and(causal_keep(seq_q, seq_kv, in.query.device()));
