@@ -141,17 +141,17 @@ at::Tensor run_backend(const Backend& backend, const at::Tensor& query, const at
 
 // Before activation too: asking a backend for what it can never give fetches no kernel.
 void require_lse(const Backend& backend) {
-  if (!backend.run_with_lse) {
-    throw UnsupportedArgument(
-        backend.name +
-        " does not support return_lse: it cannot produce the log-sum-exp of its scores. Use "
-        "dispatch_attention for the output alone, or a backend that returns the lse: native, "
-        "_native_math, _native_flash, _native_efficient, _native_cudnn, flex, the "
-        "flash-attention backends (flash_hub, flash_varlen_hub, _flash_3_hub, "
-        "_flash_3_varlen_hub, flash, flash_varlen, _flash_3, _flash_varlen_3) or the sage "
-        "backends (sage_hub, sage, _sage_qk_int8_pv_fp16_cuda, _sage_qk_int8_pv_fp8_cuda, "
-        "_sage_qk_int8_pv_fp8_cuda_sm90).");
+  if (backend.run_with_lse) return;
+  std::string serving;  // from the table, so the list cannot go stale
+  for (const auto name : backend_names()) {
+    if (find_backend(name).run_with_lse)
+      serving += (serving.empty() ? "" : ", ") + std::string(name);
   }
+  throw UnsupportedArgument(backend.name +
+                            " does not support return_lse: it cannot produce the log-sum-exp of "
+                            "its scores. Use dispatch_attention for the output alone, or a "
+                            "backend that returns the lse: " +
+                            serving + ".");
 }
 
 AttentionWithLse run_backend_with_lse(const Backend& backend, const at::Tensor& query,

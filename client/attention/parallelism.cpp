@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "client/attention/backend.hpp"
+#include "client/attention/dispatch.hpp"
 
 namespace kernelhub::attention::detail {
 namespace {
@@ -57,8 +58,8 @@ ParallelismGuard::ParallelismGuard(std::shared_ptr<AttentionParallelism> paralle
 
 ParallelismGuard::~ParallelismGuard() { detail::exchange_guarded(std::move(previous_)); }
 
-bool supports_return_lse(std::string_view backend) {
-  return static_cast<bool>(detail::find_backend(backend).run_with_lse);
+void require_return_lse(std::string_view backend) {
+  detail::require_lse(detail::find_backend(backend));
 }
 
 }  // namespace kernelhub::attention

@@ -114,14 +114,14 @@ ContextParallel::ContextParallel(ContextParallelConfig config, const ProcessGrou
 ContextParallel::~ContextParallel() = default;
 
 void ContextParallel::check_backend(const std::string& backend) const {
-  if (state_->config.ring_degree > 1 && !attention::supports_return_lse(backend)) {
+  if (state_->config.ring_degree == 1) return;  // Ulysses runs on any backend
+  try {
+    attention::require_return_lse(backend);
+  } catch (const attention::UnsupportedArgument& error) {
     throw attention::UnsupportedArgument(
-        "Context parallelism with ring_degree > 1 needs a backend that returns the "
-        "log-sum-exp (to merge the partial outputs), and " +
-        backend +
-        " does not. Use one that does (native, _native_math, _native_flash, "
-        "_native_efficient, _native_cudnn, flash_hub, flash_varlen_hub, ...), or Ulysses "
-        "alone (ring_degree = 1), which runs on any backend.");
+        std::string("Context parallelism with ring_degree > 1 merges partial outputs by their "
+                    "log-sum-exp: ") +
+        error.what() + " Or use Ulysses alone (ring_degree = 1), which runs on any backend.");
   }
 }
 

@@ -38,8 +38,9 @@ class ParallelismGuard {
   std::shared_ptr<AttentionParallelism> previous_;
 };
 
-// Whether dispatch_attention_with_lse can run on `backend` (a list_backends() name): what
-// ring attention needs. Throws UnknownBackend for other names.
-bool supports_return_lse(std::string_view backend);
+// UnsupportedArgument, naming the backends that can, unless dispatch_attention_with_lse can
+// run on `backend` (a list_backends() name; UnknownBackend for others): what ring attention
+// needs. Activates nothing.
+void require_return_lse(std::string_view backend);
 
 }  // namespace kernelhub::attention
