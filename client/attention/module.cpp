@@ -11,19 +11,14 @@
 #include "kernelhub/attention.hpp"
 
 namespace kernelhub::attention {
-namespace {
-
-// Every AttentionImpl in the tree rooted at `model`, the root included (modules() can only
-// include the root when it is owned by a shared_ptr).
-template <class Visit>
-void for_each_layer(torch::nn::Module& model, Visit visit) {
+void for_each_attention_layer(torch::nn::Module& model,
+                              const std::function<void(AttentionImpl&)>& visit) {
+  // modules() can only include the root when it is owned by a shared_ptr.
   if (auto* layer = dynamic_cast<AttentionImpl*>(&model)) visit(*layer);
   for (const auto& child : model.modules(/*include_self=*/false)) {
     if (auto* layer = dynamic_cast<AttentionImpl*>(child.get())) visit(*layer);
   }
 }
-
-}  // namespace
 
 at::Tensor AttentionImpl::forward(const at::Tensor& query, const at::Tensor& key,
                                   const at::Tensor& value, AttentionOptions options) {
@@ -60,12 +55,12 @@ void set_attention_backend(torch::nn::Module& model, std::string_view name) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   const detail::Backend& backend = detail::find_backend(lowered);
   detail::ensure_activated(backend);
-  for_each_layer(model, [&](AttentionImpl& layer) { layer.set_backend(backend.name); });
+  for_each_attention_layer(model, [&](AttentionImpl& layer) { layer.set_backend(backend.name); });
   detail::set_active(backend);
 }
 
 void reset_attention_backend(torch::nn::Module& model) {
-  for_each_layer(model, [](AttentionImpl& layer) { layer.set_backend(std::nullopt); });
+  for_each_attention_layer(model, [](AttentionImpl& layer) { layer.set_backend(std::nullopt); });
 }
 
 }  // namespace kernelhub::attention

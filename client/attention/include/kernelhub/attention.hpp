@@ -10,6 +10,7 @@
 // declared in <kernelhub/attention_dispatch.hpp> (included here).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,10 @@ class AttentionImpl : public torch::nn::Module {
   std::shared_ptr<AttentionParallelism> parallelism_;
 };
 TORCH_MODULE(Attention);
+
+// Calls `visit` on every Attention layer in the tree rooted at `model`, the root included.
+void for_each_attention_layer(torch::nn::Module& model,
+                              const std::function<void(AttentionImpl&)>& visit);
 
 // Activates `name`, sets it on every Attention layer of `model` and as the process-wide
 // backend. Layers of other models that were never set keep using the guard/env backend.
