@@ -59,6 +59,24 @@ else()
       set(_kh_cuda_token "cu${CMAKE_MATCH_1}${CMAKE_MATCH_2}")
     endif()
   endif()
+  # A wheel without the runtime's headers or library (other packagings than the nvidia/cu<N>
+  # wheels): the toolkit of that nvcc, which has the same major version, provides them.
+  if(NOT KH_TORCH_CUDA_WHY)
+    cmake_path(GET KH_NVCC PARENT_PATH _kh_toolkit_bin)
+    cmake_path(GET _kh_toolkit_bin PARENT_PATH _kh_toolkit)
+    if(NOT EXISTS "${_kh_cuda_include_dir}/cuda_runtime_api.h"
+       AND EXISTS "${_kh_toolkit}/include/cuda_runtime_api.h")
+      set(_kh_cuda_include_dir "${_kh_toolkit}/include")
+    endif()
+    if(NOT EXISTS "${_kh_cuda_lib_dir}/libcudart.so.${_kh_torch_cuda_major}")
+      foreach(_kh_dir "${_kh_toolkit}/lib64" "${_kh_toolkit}/lib" "${_kh_toolkit}/targets/x86_64-linux/lib")
+        if(EXISTS "${_kh_dir}/libcudart.so.${_kh_torch_cuda_major}")
+          set(_kh_cuda_lib_dir "${_kh_dir}")
+          break()
+        endif()
+      endforeach()
+    endif()
+  endif()
   if(NOT KH_TORCH_CUDA_WHY)
     foreach(_kh_file "${KH_TORCH_LIB_DIR}/libtorch_cuda.so" "${KH_TORCH_LIB_DIR}/libc10_cuda.so"
                      "${_kh_cuda_lib_dir}/libcudart.so.${_kh_torch_cuda_major}"

@@ -1,13 +1,11 @@
 #include "client/attention/kernel_provider.hpp"
 
 #include <charconv>
-#include <iostream>
 #include <mutex>
 #include <optional>
 #include <vector>
 
-#include "client/client.hpp"
-#include "hub/fetcher.hpp"
+#include "client/attention/kernel_fetch.hpp"
 #include "kernelhub/attention_dispatch.hpp"
 #include "trust/lockfile.hpp"
 #include "trust/repo_id.hpp"
@@ -17,10 +15,6 @@ namespace {
 
 std::mutex g_environment_mutex;
 std::optional<trust::Environment> g_environment;
-// One connection (or one embedded pipeline) for the process: kernelhubd is per host, and a
-// kept connection saves the handshake on every later activation. Guarded by g_fetch_mutex.
-std::mutex g_fetch_mutex;
-std::optional<client::Client> g_client;
 
 // The lockfile in force: set_kernel_lockfile's, else KERNELHUB_LOCKFILE. Parsed once per
 // path. Guarded by g_lock_mutex.
@@ -46,14 +40,15 @@ bool is_refusal(ErrorCode code) {
   }
 }
 
-[[noreturn]] void raise(const Error& error, const std::string& context, const std::string& fix) {
+}  // namespace
+
+void raise_kernel_error(const Error& error, const std::string& context, const std::string& fix) {
   std::string message = context + ": " + error.message;
   if (!fix.empty()) message += " " + fix;
   if (is_refusal(error.code)) throw KernelRefused(message);
   throw BackendUnavailable(message);
 }
 
-// The fix that goes with a failed hub fetch or load, in the user's terms.
 std::string hub_fix(const HubKernelSpec& spec, ErrorCode code) {
   const std::string backend(spec.backend);
   const std::string repo(spec.repo);
@@ -87,44 +82,7 @@ std::string hub_fix(const HubKernelSpec& spec, ErrorCode code) {
   }
 }
 
-client::Client& shared_client() {
-  if (!g_client) {
-    auto opened = client::Client::open(process_environment());
-    if (!opened) raise(opened.error(), "cannot reach kernelhubd or the kernel cache", "");
-    g_client.emplace(std::move(*opened));
-  }
-  return *g_client;
-}
-
-// Select the build for the libtorch and device of this process. Overrides rather than an
-// exact Platform: they travel to kernelhubd too (arch and OS are the host's either way).
-hub::PlatformOverrides fetch_platform(const loader::Runtime& runtime) {
-  hub::PlatformOverrides overrides;
-  overrides.torch_version =
-      std::to_string(runtime.torch_major) + "." + std::to_string(runtime.torch_minor);
-  overrides.backend = "cpu";
-  if (runtime.cuda) {
-    std::string digits;
-    for (char c : *runtime.cuda) {
-      if (c != '.') digits += c;
-    }
-    overrides.backend = "cu" + digits;
-  }
-  return overrides;
-}
-
-// The handed-out files of the chosen variant, relative to build/<variant>/.
-loader::KernelSource to_source(client::FetchedKernel&& fetched) {
-  loader::KernelSource source;
-  source.repo = fetched.repo.str();
-  source.variant = fetched.variants.empty() ? std::string() : fetched.variants.front();
-  const std::string prefix = "build/" + source.variant + "/";
-  for (auto& file : fetched.files) {
-    if (file.path.rfind(prefix, 0) != 0) continue;
-    source.files.push_back({file.path.substr(prefix.size()), file.sha256, std::move(file.fd)});
-  }
-  return source;
-}
+namespace {
 
 // The lock entry that pins spec.repo, or nullopt when no lockfile is in force. A repo the
 // lock does not name, or locks at another version than the backend loads, is refused.
@@ -136,7 +94,7 @@ std::optional<trust::LockEntry> locked_entry(const HubKernelSpec& spec, const tr
   if (!path || path->empty()) return std::nullopt;
   if (!g_lockfile || g_lockfile->first != *path) {
     auto parsed = trust::read_lockfile(*path);
-    if (!parsed) raise(parsed.error(), context, "Check KERNELHUB_LOCKFILE.");
+    if (!parsed) raise_kernel_error(parsed.error(), context, "Check KERNELHUB_LOCKFILE.");
     g_lockfile.emplace(*path, std::move(*parsed));
   }
   const std::string relock = "Add \"" + repo.str() + "\" = " + std::to_string(spec.version) +
@@ -144,15 +102,17 @@ std::optional<trust::LockEntry> locked_entry(const HubKernelSpec& spec, const tr
                              "KERNELHUB_LOCKFILE.";
   const auto* entry = g_lockfile->second.find(repo);
   if (entry == nullptr) {
-    raise(Error{ErrorCode::not_locked, repo.str() + " is not in the lockfile " + *path + "."},
-          context, relock);
+    raise_kernel_error(
+        Error{ErrorCode::not_locked, repo.str() + " is not in the lockfile " + *path + "."},
+        context, relock);
   }
   if (entry->dependency && entry->dependency->has_version() &&
       entry->dependency->version() != static_cast<std::uint64_t>(spec.version)) {
-    raise(Error{ErrorCode::not_locked, *path + " locks " + entry->dependency->describe() +
-                                           ", the backend loads version " +
-                                           std::to_string(spec.version) + "."},
-          context, relock);
+    raise_kernel_error(
+        Error{ErrorCode::not_locked, *path + " locks " + entry->dependency->describe() +
+                                         ", the backend loads version " +
+                                         std::to_string(spec.version) + "."},
+        context, relock);
   }
   return *entry;
 }
@@ -163,9 +123,9 @@ std::shared_ptr<const loader::LoadedKernel> load_local(std::string_view backend,
   const std::string context =
       std::string(backend) + ": local kernel " + std::string(key) + " at " + path;
   auto source = loader::open_local_kernel(path, "local:" + path, loader::current_runtime());
-  if (!source) raise(source.error(), context, "Check the LOCAL_KERNELS entry.");
+  if (!source) raise_kernel_error(source.error(), context, "Check the LOCAL_KERNELS entry.");
   auto loaded = loader::load_kernel(std::move(*source));
-  if (!loaded) raise(loaded.error(), context, "");
+  if (!loaded) raise_kernel_error(loaded.error(), context, "");
   return *loaded;
 }
 
@@ -184,12 +144,12 @@ void set_lockfile_override(std::optional<std::optional<std::string>> path) {
 }
 
 void reload_process_environment() {
-  std::lock_guard fetch_lock(g_fetch_mutex);
-  std::lock_guard lock(g_environment_mutex);
-  g_environment = trust::Environment::from_process();
-  g_client.reset();  // it was opened with the old environment
-  std::lock_guard lock_file(g_lock_mutex);
-  g_lockfile.reset();  // KERNELHUB_LOCKFILE may name another file now
+  reset_hub_connection([] {
+    std::lock_guard lock(g_environment_mutex);
+    g_environment = trust::Environment::from_process();
+    std::lock_guard lock_file(g_lock_mutex);
+    g_lockfile.reset();  // KERNELHUB_LOCKFILE may name another file now
+  });
 }
 
 std::map<std::string, std::string, std::less<>> parse_local_kernels(std::string_view value) {
@@ -252,28 +212,8 @@ std::shared_ptr<const loader::LoadedKernel> provide_hub_kernel(const HubKernelSp
   const std::string context = std::string(spec.backend) + ": cannot use " + std::string(spec.repo) +
                               " v" + std::to_string(spec.version);
   auto repo = trust::RepoId::parse(spec.repo);
-  if (!repo) raise(repo.error(), context, "");
-  hub::FetchRequest request;
-  request.repo = *repo;
-  request.version = spec.version;
-  request.platform = fetch_platform(loader::current_runtime());
-  if (auto entry = locked_entry(spec, *repo, context)) {
-    request.version.reset();
-    request.revision = entry->commit;
-    request.from_lock = true;
-    request.locked_variant_hashes = entry->variant_hashes;
-  }
-
-  std::lock_guard lock(g_fetch_mutex);  // the shared client carries one request at a time
-  auto fetched = shared_client().fetch(request);
-  if (!fetched) raise(fetched.error(), context, hub_fix(spec, fetched.error().code));
-  // [signatures] warn mode: served, and the app's user is told on stderr.
-  for (const auto& warning : fetched->signature_warnings) {
-    std::cerr << "kernelhub: warning: " << warning << "\n";
-  }
-  auto loaded = loader::load_kernel(to_source(std::move(*fetched)));
-  if (!loaded) raise(loaded.error(), context, hub_fix(spec, loaded.error().code));
-  return *loaded;
+  if (!repo) raise_kernel_error(repo.error(), context, "");
+  return fetch_hub_kernel(spec, *repo, locked_entry(spec, *repo, context), context);
 }
 
 std::shared_ptr<const loader::LoadedKernel> provide_local_library(const LibrarySpec& spec) {
@@ -293,10 +233,10 @@ std::shared_ptr<const loader::LoadedKernel> provide_local_library(const LibraryS
       std::string(spec.backend) + ": " + std::string(spec.library) + " at " + local->second;
   auto source =
       loader::open_local_kernel(local->second, "local:" + local->second, loader::current_runtime());
-  if (!source) raise(source.error(), context, install);
+  if (!source) raise_kernel_error(source.error(), context, install);
   if (!spec.min_version.empty()) {
     auto metadata = loader::read_metadata(*source);
-    if (!metadata) raise(metadata.error(), context, install);
+    if (!metadata) raise_kernel_error(metadata.error(), context, install);
     const std::string have = metadata->version.value_or("unknown");
     if (!metadata->version || !version_at_least(have, spec.min_version)) {
       throw BackendUnavailable("Backend '" + std::string(spec.backend) +
@@ -306,7 +246,7 @@ std::shared_ptr<const loader::LoadedKernel> provide_local_library(const LibraryS
     }
   }
   auto loaded = loader::load_kernel(std::move(*source));
-  if (!loaded) raise(loaded.error(), context, "");
+  if (!loaded) raise_kernel_error(loaded.error(), context, "");
   return *loaded;
 }
 
