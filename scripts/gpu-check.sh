@@ -43,7 +43,8 @@ pack() {
   [[ -x ${python} ]] || python="$(command -v python3)"
   py="$("${python}" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
   cp -r "${py}"/. "${dir}/python/"
-  local multiarch_pyconfig="${inc}/${arch}/$(basename "${py}")/pyconfig.h"
+  local multiarch_pyconfig
+  multiarch_pyconfig="${inc}/${arch}/$(basename "${py}")/pyconfig.h"
   [[ -f ${multiarch_pyconfig} ]] && cp "${multiarch_pyconfig}" "${dir}/python/pyconfig.h"
   [[ -f ${dir}/python/Python.h ]] || die "pack: no Python.h under ${py} (python3-dev)"
   echo "gpu-check: packed $(du -sh "${dir}" | cut -f1) of headers into ${dir}" >&2
@@ -80,7 +81,8 @@ TORCH_INFO="$("${PYTHON}" -c 'import torch, os; print(torch.__version__, torch.v
   || die "${PYTHON} cannot import torch (set KERNELHUB_PYTHON)"
 read -r TORCH_VERSION TORCH_CUDA TORCH_DIR <<<"${TORCH_INFO}"
 # The interpreter's folder first: a venv there may hold cmake and ninja.
-export PATH="$(dirname "${PYTHON}"):${PATH}"
+PATH="$(dirname "${PYTHON}"):${PATH}"
+export PATH
 NVCC="$(command -v nvcc || true)"
 for candidate in "${CUDA_HOME:-}/bin/nvcc" /usr/local/cuda/bin/nvcc; do
   [[ -z ${NVCC} && -x ${candidate} ]] && NVCC="${candidate}"
@@ -129,7 +131,9 @@ fi
 if ! echo 'int main(){}' | "${CXX_BIN}" -x c++ - -lcrypto -o "${WORK}/crypto-probe" >/dev/null 2>&1; then
   # No libcrypto.so link: use the runtime library Python itself loads.
   LIBCRYPTO="$(ldconfig -p 2>/dev/null | awk '/libcrypto\.so\.3 .*x86-64/ {print $NF; exit}')"
-  [[ -n ${LIBCRYPTO} ]] || LIBCRYPTO="$(ls /usr/lib/x86_64-linux-gnu/libcrypto.so.3 /usr/lib64/libcrypto.so.3 2>/dev/null | head -1)"
+  for candidate in /usr/lib/x86_64-linux-gnu/libcrypto.so.3 /usr/lib64/libcrypto.so.3; do
+    [[ -z ${LIBCRYPTO} && -f ${candidate} ]] && LIBCRYPTO="${candidate}"
+  done
   [[ -n ${LIBCRYPTO} ]] || die "no libcrypto.so.3 on this machine"
   CONFIGURE+=("-DOPENSSL_CRYPTO_LIBRARY=${LIBCRYPTO}")
   DEPS_USED+=("libcrypto: ${LIBCRYPTO}")
@@ -176,14 +180,21 @@ say "built ${TARGETS[*]} in ${BUILD_SECONDS}s"
 RUN_START=${SECONDS}
 CHECK_ARGS=(--fixtures "${BUILD}/fixtures" --table "${WORK}/checks.md")
 [[ ${REHEARSE} -eq 1 ]] && CHECK_ARGS+=(--rehearse-on-cpu)
+# Bounded: a hung kernel must not eat the GPU host's minutes (a full pass takes about one).
 set +e
-"${BUILD}/bin/kh_gpu_check" "${CHECK_ARGS[@]}" 2>"${WORK}/checks.log"
+timeout 300 "${BUILD}/bin/kh_gpu_check" "${CHECK_ARGS[@]}" 2>"${WORK}/checks.log"
 CHECK_RC=$?
 set -e
+if [[ ${CHECK_RC} -eq 124 ]]; then  # it writes its table at the end: only its log is left
+  printf '%s\n' "| section | check | result | detail |" "| --- | --- | --- | --- |" \
+    "| host | kh_gpu_check | **FAIL** | killed after 300 s; its progress log follows |" \
+    "" '```' "$(tail -40 "${WORK}/checks.log")" '```' >"${WORK}/checks.md"
+  CHECK_RC=1
+fi
 [[ -f ${WORK}/checks.md ]] || { tail -20 "${WORK}/checks.log" >&2; die "kh_gpu_check wrote no table (exit ${CHECK_RC})"; }
 : >"${WORK}/torch.md"
 if [[ ${REHEARSE} -eq 0 && ${CHECK_RC} -ne 2 ]]; then
-  "${PYTHON}" "${ROOT}/tests/gpu/torch_reference.py" --table "${WORK}/torch.md" \
+  timeout 120 "${PYTHON}" "${ROOT}/tests/gpu/torch_reference.py" --table "${WORK}/torch.md" \
     || echo "| timing | torch Python SDPA | **FAIL** | tests/gpu/torch_reference.py failed |" >"${WORK}/torch.md"
 fi
 RUN_SECONDS=$((SECONDS - RUN_START))
@@ -195,7 +206,7 @@ RUN_SECONDS=$((SECONDS - RUN_START))
   echo "- commit: $(git -C "${ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "- GPU: ${GPU:-none}$([[ ${REHEARSE} -eq 1 ]] && echo ' (CPU rehearsal)')"
   echo "- built against: torch ${TORCH_VERSION} (CUDA ${TORCH_CUDA}) at ${TORCH_DIR}; nvcc ${NVCC_VERSION}; $("${CMAKE}" --version | head -1); $("${CXX_BIN}" --version | head -1)"
-  echo "- fixture variants: $(ls "${BUILD}/fixtures/src/relu-v1/build" 2>/dev/null | tr '\n' ' ')"
+  echo "- fixture variants: $(find "${BUILD}/fixtures/src/relu-v1/build" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)"
   echo "- dependencies: $(IFS=';'; echo "${DEPS_USED[*]}")"
   echo "- build ${BUILD_SECONDS}s, checks ${RUN_SECONDS}s, total $((SECONDS - START))s"
   echo

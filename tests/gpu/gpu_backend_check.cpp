@@ -117,8 +117,8 @@ bool run_case(Report& report, const std::string& backend, const Case& c, c10::De
       return false;
     }
     const at::Tensor error = (out.to(at::kFloat) - reference(q, k, v, c, mask)).abs();
-    const double max = error.max().item<double>();
-    const double mean = error.mean().item<double>();
+    const auto max = error.max().item<double>();
+    const auto mean = error.mean().item<double>();
     const Bounds bounds = bounds_for(backend, c.dtype);
     const bool ok = max <= bounds.max && mean <= bounds.mean;
     std::string detail =

@@ -1,5 +1,6 @@
 #include <c10/util/Exception.h>
 
+#include <array>
 #include <cstdio>
 #include <sstream>
 #include <utility>
@@ -82,15 +83,15 @@ std::string error_text(const std::exception& error) {
 }
 
 std::string format_number(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
-  return buffer;
+  std::array<char, 64> buffer{};
+  std::snprintf(buffer.data(), buffer.size(), "%.*g", digits, value);
+  return buffer.data();
 }
 
 std::string format_ms(double ms) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.3f ms", ms);
-  return buffer;
+  std::array<char, 64> buffer{};
+  std::snprintf(buffer.data(), buffer.size(), "%.3f ms", ms);
+  return buffer.data();
 }
 
 }  // namespace kernelhub::gpu_check

@@ -31,6 +31,7 @@ done
 mkdir -p "${WORK}/lib-upper/cmake" "${WORK}/lib-upper/pkgconfig" "${WORK}/lib-work"
 for entry in "${HIDDEN_LIB_ENTRIES[@]}"; do mknod "${WORK}/lib-upper/${entry}" c 0 0; done
 export ROOT WORK LIB MODE HIDDEN_DIRS_LIST="${HIDDEN_DIRS[*]}"
+# shellcheck disable=SC2016  # expanded by the inner bash, from the exported variables
 unshare --mount --propagation private bash -euo pipefail -c '
   for dir in ${HIDDEN_DIRS_LIST}; do mount -t tmpfs -o size=1m kh-hidden "${dir}"; done
   mount -t overlay kh-hidden-libs \

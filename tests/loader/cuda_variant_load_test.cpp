@@ -368,6 +368,7 @@ TEST_CASE("An attention fixture's CUDA op without a GPU fails with a clear error
       };
       const auto cpu_args = build.sample_args(random);
       std::vector<c10::IValue> cuda_args;
+      cuda_args.reserve(cpu_args.size());
       for (const auto& arg : cpu_args) {
         cuda_args.push_back(arg.isTensor() ? c10::IValue(arg.toTensor().clone().cuda()) : arg);
       }
