@@ -11,6 +11,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 WORK="$1"
 MODE="${2:-short}"
+# A failure shows where: the line, and the logs of the step that failed.
+on_error() {
+  local status=$?
+  echo "offline_build_test: failed (exit ${status}) at line ${BASH_LINENO[0]}" >&2
+  tail -n 20 "${WORK}"/build/gpu-check/*.log "${WORK}"/*.log >&2 2>/dev/null || true
+}
+trap on_error ERR
 rm -rf "${WORK}"
 mkdir -p "${WORK}"
 "${ROOT}/scripts/gpu-check.sh" pack "${WORK}/deps"
