@@ -1,18 +1,23 @@
 // Every dispatcher backend on the GPU against ATen SDPA in fp32 on the same device, with the
 // CPU suites' tolerances (tests/attention): fp16 2.5e-3, bf16 2e-2, int8-QK sage 6e-2, and
-// fp8-PV sage 0.15 max / 0.02 mean.
+// fp8-PV sage 0.15 max / 0.02 mean; and return_lse where the backend gives one.
 #include <kernelhub/attention_dispatch.hpp>
 
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/logsumexp.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/rand.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/repeat_interleave.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/gpu/gpu_check.hpp"
@@ -75,68 +80,134 @@ Bounds bounds_for(const std::string& backend, at::ScalarType dtype) {
   return {dtype == at::kHalf ? 2.5e-3 : 2e-2, 1.0};
 }
 
-// SDPA in fp32 on the same device, on (B, S, H, D) tensors.
-at::Tensor reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const Case& c,
-                     const std::optional<at::Tensor>& mask) {
-  const int64_t groups = kHeads / c.heads_kv;
-  auto heads_first = [&](const at::Tensor& t, bool repeat) {
-    at::Tensor out = t.transpose(1, 2).to(at::kFloat);
-    return repeat && groups > 1 ? at::repeat_interleave(out, groups, 1) : out;
-  };
-  std::optional<at::Tensor> sdpa_mask;
-  if (mask) sdpa_mask = mask->view({kBatch, 1, 1, kSeq});
-  return at::scaled_dot_product_attention(heads_first(q, false), heads_first(k, true),
-                                          heads_first(v, true), sdpa_mask, 0.0, c.causal)
-      .transpose(1, 2);
-}
+struct Inputs {
+  at::Tensor q, k, v;              // (B, S, H, D), (B, S, Hkv, D)
+  std::optional<at::Tensor> mask;  // (B, Skv) bool, true = attend
+};
 
-// One backend, one case: the row it adds. Returns whether it ran and passed.
-bool run_case(Report& report, const std::string& backend, const Case& c, c10::Device device) {
-  const std::string subject = backend + " " + c.name;
+Inputs make_inputs(const Case& c, c10::Device device) {
   at::manual_seed(7);
   const auto options = at::TensorOptions().device(device).dtype(c.dtype);
-  const at::Tensor q = at::randn({kBatch, kSeq, kHeads, c.head_dim}, options);
-  const at::Tensor k = at::randn({kBatch, kSeq, c.heads_kv, c.head_dim}, options);
-  const at::Tensor v = at::randn({kBatch, kSeq, c.heads_kv, c.head_dim}, options);
-  std::optional<at::Tensor> mask;
+  Inputs in{at::randn({kBatch, kSeq, kHeads, c.head_dim}, options),
+            at::randn({kBatch, kSeq, c.heads_kv, c.head_dim}, options),
+            at::randn({kBatch, kSeq, c.heads_kv, c.head_dim}, options), std::nullopt};
   if (c.key_mask) {
     at::Tensor m = at::rand({kBatch, kSeq}, at::TensorOptions().device(device)) > 0.35;
     m.select(1, 0).fill_(true);  // every query sees at least one key
-    mask = m;
+    in.mask = m;
   }
+  return in;
+}
+
+// (B, S, H, D) -> (B, H, S, D) in fp32, kv heads repeated up to the query heads.
+at::Tensor heads_first_fp32(const at::Tensor& t, int64_t groups) {
+  at::Tensor out = t.transpose(1, 2).to(at::kFloat);
+  return groups > 1 ? at::repeat_interleave(out, groups, 1) : out;
+}
+
+// SDPA in fp32 on the same device; (B, S, H, D).
+at::Tensor reference_out(const Inputs& in, const Case& c) {
+  const int64_t groups = kHeads / c.heads_kv;
+  std::optional<at::Tensor> sdpa_mask;
+  if (in.mask) sdpa_mask = in.mask->view({kBatch, 1, 1, kSeq});
+  return at::scaled_dot_product_attention(heads_first_fp32(in.q, 1), heads_first_fp32(in.k, groups),
+                                          heads_first_fp32(in.v, groups), sdpa_mask, 0.0, c.causal)
+      .transpose(1, 2);
+}
+
+// The log-sum-exp of each query row's scaled, masked scores in fp32; (B, H, Sq).
+at::Tensor reference_lse(const Inputs& in, const Case& c) {
+  const int64_t groups = kHeads / c.heads_kv;
+  at::Tensor scores =
+      at::matmul(heads_first_fp32(in.q, 1), heads_first_fp32(in.k, groups).transpose(-2, -1)) /
+      std::sqrt(static_cast<double>(c.head_dim));
+  if (c.causal) {
+    const at::Tensor above = at::ones({kSeq, kSeq}, scores.options().dtype(at::kBool)).triu(1);
+    scores = scores.masked_fill(above, -INFINITY);
+  }
+  if (in.mask)
+    scores = scores.masked_fill(in.mask->logical_not().view({kBatch, 1, 1, kSeq}), -INFINITY);
+  return at::logsumexp(scores, -1);
+}
+
+// Adds the row of an exception from a backend: what it refuses is n/a, anything else fails.
+void add_error_row(Report& report, const std::string& subject, const std::exception& error) {
+  const bool refusal = dynamic_cast<const ka::UnsupportedArgument*>(&error) != nullptr ||
+                       dynamic_cast<const ka::InvalidInput*>(&error) != nullptr;
+  report.add("backend", subject, refusal ? Status::not_applicable : Status::fail,
+             error_text(error));
+}
+
+bool check_output(Report& report, const std::string& subject, const std::string& backend,
+                  const Case& c, const Inputs& in, const ka::AttentionOptions& call) {
+  const at::Tensor out = ka::dispatch_attention(in.q, in.k, in.v, call);
+  if (out.device() != in.q.device() || out.scalar_type() != c.dtype) {
+    report.add("backend", subject, Status::fail,
+               "output on " + out.device().str() + " in " + c10::toString(out.scalar_type()));
+    return false;
+  }
+  const at::Tensor error = (out.to(at::kFloat) - reference_out(in, c)).abs();
+  const auto max = error.max().item<double>();
+  const auto mean = error.mean().item<double>();
+  const Bounds bounds = bounds_for(backend, c.dtype);
+  const bool ok = max <= bounds.max && mean <= bounds.mean;
+  std::string detail =
+      "max " + format_number(max, 3) + " (bound " + format_number(bounds.max, 2) + ")";
+  if (bounds.mean < 1.0) {
+    detail += ", mean " + format_number(mean, 3) + " (bound " + format_number(bounds.mean, 2) + ")";
+  }
+  report.add("backend", subject, ok ? Status::pass : Status::fail, detail);
+  return ok;
+}
+
+// return_lse on this device (issue 12 checked it on CPU): the lse against the fp32 one, and
+// that call's output against SDPA as above (it may come from another kernel than the plain
+// call's: native's lse path calls the efficient kernel on CUDA).
+void check_lse(Report& report, const std::string& subject, const std::string& backend,
+               const Case& c, const Inputs& in, const ka::AttentionOptions& call) {
+  const auto result = ka::dispatch_attention_with_lse(in.q, in.k, in.v, call);
+  const auto lse_error = (result.lse - reference_lse(in, c)).abs().max().item<double>();
+  const auto out_error =
+      (result.out.to(at::kFloat) - reference_out(in, c)).abs().max().item<double>();
+  // Scores from half inputs accumulate in fp32: 1e-2; sage quantises q and k to int8.
+  const double lse_bound = backend.find("sage") != std::string::npos ? 0.1 : 1e-2;
+  const double out_bound = bounds_for(backend, c.dtype).max;
+  const bool ok = result.lse.scalar_type() == at::kFloat && result.lse.device() == in.q.device() &&
+                  lse_error <= lse_bound && out_error <= out_bound;
+  report.add("backend", subject + " lse", ok ? Status::pass : Status::fail,
+             "lse max " + format_number(lse_error, 3) + " (bound " + format_number(lse_bound, 2) +
+                 "), out max " + format_number(out_error, 3) + " (bound " +
+                 format_number(out_bound, 2) + ")");
+}
+
+// One backend, one case: its rows. Returns whether the output check ran and passed.
+// `lse_refused`: the backend said it gives no lse (one row says so, not one per case).
+bool run_case(Report& report, const std::string& backend, const Case& c, c10::Device device,
+              bool& lse_refused) {
+  const std::string subject = backend + " " + c.name;
+  const Inputs in = make_inputs(c, device);
   ka::AttentionOptions call;
   call.backend = backend;
   call.is_causal = c.causal;
   call.enable_gqa = c.heads_kv != kHeads;
-  call.attn_mask = mask;
+  call.attn_mask = in.mask;
   try {
-    const at::Tensor out = ka::dispatch_attention(q, k, v, call);
-    if (out.device() != device || out.scalar_type() != c.dtype) {
-      report.add("backend", subject, Status::fail,
-                 "output on " + out.device().str() + " in " + c10::toString(out.scalar_type()));
-      return false;
-    }
-    const at::Tensor error = (out.to(at::kFloat) - reference(q, k, v, c, mask)).abs();
-    const auto max = error.max().item<double>();
-    const auto mean = error.mean().item<double>();
-    const Bounds bounds = bounds_for(backend, c.dtype);
-    const bool ok = max <= bounds.max && mean <= bounds.mean;
-    std::string detail =
-        "max " + format_number(max, 3) + " (bound " + format_number(bounds.max, 2) + ")";
-    if (bounds.mean < 1.0) {
-      detail +=
-          ", mean " + format_number(mean, 3) + " (bound " + format_number(bounds.mean, 2) + ")";
-    }
-    report.add("backend", subject, ok ? Status::pass : Status::fail, detail);
-    return ok;
-  } catch (const ka::UnsupportedArgument& error) {
-    report.add("backend", subject, Status::not_applicable, error_text(error));
-  } catch (const ka::InvalidInput& error) {
-    report.add("backend", subject, Status::not_applicable, error_text(error));
+    if (!check_output(report, subject, backend, c, in, call)) return false;
   } catch (const std::exception& error) {
-    report.add("backend", subject, Status::fail, error_text(error));
+    add_error_row(report, subject, error);
+    return false;
   }
-  return false;
+  if (lse_refused) return true;
+  try {
+    check_lse(report, subject, backend, c, in, call);
+  } catch (const ka::UnsupportedArgument& error) {
+    lse_refused = std::string_view(error.what()).find("does not support return_lse") !=
+                  std::string_view::npos;
+    add_error_row(report, lse_refused ? backend + " lse" : subject + " lse", error);
+  } catch (const std::exception& error) {
+    add_error_row(report, subject + " lse", error);
+  }
+  return true;
 }
 
 }  // namespace
@@ -157,7 +228,10 @@ void check_backends(Report& report, int sm, c10::Device device) {
       continue;
     }
     int passed = 0;
-    for (const auto& c : all_cases) passed += run_case(report, backend, c, device) ? 1 : 0;
+    bool lse_refused = false;
+    for (const auto& c : all_cases) {
+      passed += run_case(report, backend, c, device, lse_refused) ? 1 : 0;
+    }
     if (must_run && passed == 0) {
       report.add("backend", backend, Status::fail,
                  "no case ran on this " +
