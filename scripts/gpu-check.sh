@@ -97,7 +97,7 @@ if [[ ${REHEARSE} -eq 0 ]]; then
   [[ -n ${NVCC} ]] || die "no nvcc (PATH, CUDA_HOME/bin, /usr/local/cuda/bin)"
 fi
 NVCC_VERSION="$([[ -n ${NVCC} ]] && "${NVCC}" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p' || echo none)"
-GPU="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || true)"
+GPU="$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed -n 1p || true)"
 say "torch ${TORCH_VERSION} (CUDA ${TORCH_CUDA}) at ${TORCH_DIR}; nvcc ${NVCC_VERSION}; GPU: ${GPU:-none seen by nvidia-smi}"
 
 # --- dependencies: the host's own, else those brought with --deps ---------------------------
@@ -130,7 +130,8 @@ else
 fi
 if ! echo 'int main(){}' | "${CXX_BIN}" -x c++ - -lcrypto -o "${WORK}/crypto-probe" >/dev/null 2>&1; then
   # No libcrypto.so link: use the runtime library Python itself loads.
-  LIBCRYPTO="$(ldconfig -p 2>/dev/null | awk '/libcrypto\.so\.3 .*x86-64/ {print $NF; exit}')"
+  # awk reads to the end: leaving early would SIGPIPE ldconfig, and pipefail would end the script.
+  LIBCRYPTO="$(ldconfig -p 2>/dev/null | awk '/libcrypto\.so\.3 .*x86-64/ && !found {print $NF; found = 1}')"
   for candidate in /usr/lib/x86_64-linux-gnu/libcrypto.so.3 /usr/lib64/libcrypto.so.3; do
     [[ -z ${LIBCRYPTO} && -f ${candidate} ]] && LIBCRYPTO="${candidate}"
   done
@@ -205,7 +206,7 @@ RUN_SECONDS=$((SECONDS - RUN_START))
   echo
   echo "- commit: $(git -C "${ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "- GPU: ${GPU:-none}$([[ ${REHEARSE} -eq 1 ]] && echo ' (CPU rehearsal)')"
-  echo "- built against: torch ${TORCH_VERSION} (CUDA ${TORCH_CUDA}) at ${TORCH_DIR}; nvcc ${NVCC_VERSION}; $("${CMAKE}" --version | head -1); $("${CXX_BIN}" --version | head -1)"
+  echo "- built against: torch ${TORCH_VERSION} (CUDA ${TORCH_CUDA}) at ${TORCH_DIR}; nvcc ${NVCC_VERSION}; $("${CMAKE}" --version | sed -n 1p); $("${CXX_BIN}" --version | sed -n 1p)"
   echo "- fixture variants: $(find "${BUILD}/fixtures/src/relu-v1/build" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)"
   echo "- dependencies: $(IFS=';'; echo "${DEPS_USED[*]}")"
   echo "- build ${BUILD_SECONDS}s, checks ${RUN_SECONDS}s, total $((SECONDS - START))s"
