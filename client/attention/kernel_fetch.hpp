@@ -31,7 +31,4 @@ void reset_hub_connection(const std::function<void()>& reload);
 [[noreturn]] void raise_kernel_error(const Error& error, const std::string& context,
                                      const std::string& fix);
 
-// The fix that goes with a failed hub fetch or load, in the user's terms.
-std::string hub_fix(const HubKernelSpec& spec, ErrorCode code);
-
 }  // namespace kernelhub::attention::detail

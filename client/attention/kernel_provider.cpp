@@ -49,39 +49,6 @@ void raise_kernel_error(const Error& error, const std::string& context, const st
   throw BackendUnavailable(message);
 }
 
-std::string hub_fix(const HubKernelSpec& spec, ErrorCode code) {
-  const std::string backend(spec.backend);
-  const std::string repo(spec.repo);
-  switch (code) {
-    case ErrorCode::untrusted_publisher:
-      return "Backend '" + backend + "' loads `" + repo +
-             "`, which is not published by a trusted kernel publisher on the Hub, so loading it "
-             "downloads and executes remote code. Set `DIFFUSERS_TRUST_REMOTE_KERNELS=true` to "
-             "allow it.";
-    case ErrorCode::remote_code_disabled:
-      return "Remote kernels are disabled by DIFFUSERS_DISABLE_REMOTE_CODE; unset it, point "
-             "LOCAL_KERNELS=" +
-             repo + "=<path> at a local build, or use a native backend.";
-    case ErrorCode::offline_not_cached:
-    case ErrorCode::network:
-    case ErrorCode::timeout:
-      return "Prefetch it while online: `kernelhub download " + repo + " --version " +
-             std::to_string(spec.version) + "`.";
-    case ErrorCode::signature_missing:
-    case ErrorCode::signature_invalid:
-      return "The admin policy's [signatures] refuses this build of " + repo +
-             "; use a signed release (kernelhub verify-signature " + repo + " --version " +
-             std::to_string(spec.version) + " shows each variant's verdict) or a native backend.";
-    case ErrorCode::no_matching_variant:
-    case ErrorCode::incompatible_kernel:
-      return "No build of " + repo +
-             " fits this process; use a native backend or a matching "
-             "libtorch.";
-    default:
-      return {};
-  }
-}
-
 namespace {
 
 // The lock entry that pins spec.repo, or nullopt when no lockfile is in force. A repo the
