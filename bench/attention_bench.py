@@ -83,7 +83,12 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=41)
     parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true",
+                    help="a quick run that checks the benchmark works and prints its table, not "
+                         "its figures (ctest bench.attention_smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.iterations, args.rounds, args.loads = 50, 3, 1
     build = Path(args.build)
 
     log("building the benchmark binaries and the ~100 MB kernel")

@@ -47,7 +47,12 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--workdir", type=Path, help="keep everything here instead of a temp dir")
     ap.add_argument("--check", action="store_true", help="exit 1 when the goal is missed")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a quick run that checks the benchmark works and prints its table, not "
+                         "its figures (ctest bench.bundle_smoke)")
     args = ap.parse_args()
+    if args.smoke:
+        args.size_mb, args.reps = 1, 1
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kh-bundle-bench-"))
     work.mkdir(parents=True, exist_ok=True)

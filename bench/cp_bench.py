@@ -57,7 +57,12 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--worlds", default="2,4", help="rank counts, comma-separated (empty: one process only)")
+    parser.add_argument("--smoke", action="store_true",
+                    help="a quick run that checks the benchmark works and prints its table, not "
+                         "its figures (ctest bench.cp_smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.seq, args.iters, args.worlds = 256, 1, "2"
     binary = Path(args.build) / "bin" / ("kh_cp_bench_nccl" if args.device == "cuda" else "kh_cp_bench")
     worlds = [int(w) for w in args.worlds.split(",") if w]
 

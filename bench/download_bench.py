@@ -37,13 +37,18 @@ def log(msg: str) -> None:
 
 
 def find_fixture_variant(fixture_src: Path) -> Path:
-    """build/fixtures/src/relu-v1/build/<variant>: the real, loadable fixture kernel."""
+    """build/fixtures/src/relu-v1/build/<variant>: the real, loadable fixture kernel. The store
+    holds a CPU and a CUDA build of it; the CPU one is named in build/fixtures/variant.txt."""
     build = fixture_src / "relu-v1" / "build"
-    variants = sorted(p for p in build.iterdir() if p.is_dir()) if build.is_dir() else []
-    if len(variants) != 1:
-        sys.exit(f"expected one fixture variant under {build}, found {[v.name for v in variants]} "
-                 "(build the fixtures first: scripts/build.sh)")
-    return variants[0]
+    named = fixture_src.parent / "variant.txt"
+    if not named.is_file():
+        sys.exit(f"{named} is missing (build the fixtures first: scripts/build.sh)")
+    variant = build / named.read_text().strip()
+    if not variant.is_dir():
+        found = sorted(p.name for p in build.iterdir()) if build.is_dir() else []
+        sys.exit(f"the fixture variant {variant.name} is not under {build} (found {found}; "
+                 "build the fixtures first: scripts/build.sh)")
+    return variant
 
 
 def pad_shared_object(so: Path, pad_bytes: int, workdir: Path) -> None:
@@ -233,7 +238,12 @@ def main() -> int:
     ap.add_argument("--workdir", type=Path, help="keep everything here instead of a temp dir")
     ap.add_argument("--only", action="append", help="run only clients whose name contains this")
     ap.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    ap.add_argument("--smoke", action="store_true",
+                    help="1 MiB, one round: checks that every client runs and the table is printed "
+                         "(exit 1 when a client fails), not the figures (ctest bench.download_smoke)")
     args = ap.parse_args()
+    if args.smoke:
+        args.size_mb, args.reps = 1, 1
 
     if not args.kernelhub.exists():
         sys.exit(f"{args.kernelhub} is not built (scripts/build.sh)")
@@ -305,6 +315,8 @@ def main() -> int:
             ok &= good
             print(f"goal kernelhub >= 2x faster than {name}: {speedup:.2f}x  {'met' if good else 'MISSED'}")
     ok &= not failures
+    if args.smoke:
+        return 1 if failures or len(med) != len(clients) else 0
     return 0 if ok or not args.check else 1
 
 

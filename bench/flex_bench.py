@@ -59,7 +59,12 @@ def main():
     parser.add_argument("--compiled", action="store_true",
                         help="also time torch.compile(flex_attention)")
     parser.add_argument("--bin-dir", type=Path, default=ROOT / "build" / "bin")
+    parser.add_argument("--smoke", action="store_true",
+                    help="a quick run that checks the benchmark works and prints its table, not "
+                         "its figures (ctest bench.flex_smoke)")
     args = parser.parse_args()
+    if args.smoke:
+        args.seq, args.repeats = 256, 1
 
     run = subprocess.run([str(args.bin_dir / "kh_flex_sparsity"), "--seq", str(args.seq),
                           "--heads", str(args.heads), "--head-dim", str(args.head_dim),
@@ -85,7 +90,7 @@ def main():
     ok = ours["causal_ms"] <= 0.6 * ours["dense_ms"] and ours["window_ms"] <= 0.15 * ours["dense_ms"]
     print("\ngoals (causal <= 0.6x, window <= 0.15x of kernelhub dense):",
           "met" if ok else "NOT met")
-    return 0 if ok else 1
+    return 0 if ok or args.smoke else 1
 
 
 if __name__ == "__main__":

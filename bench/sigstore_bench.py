@@ -72,7 +72,12 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=2.0, help="duration of each warm run")
     p.add_argument("--rounds", type=int, default=3, help="alternated warm rounds per policy")
     p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    p.add_argument("--smoke", action="store_true",
+                    help="a quick run that checks the benchmark works and prints its table, not "
+                         "its figures (ctest bench.sigstore_smoke)")
     args = p.parse_args()
+    if args.smoke:
+        args.runs, args.seconds, args.rounds = 5, 0.2, 1
     bindir = args.build / "bin"
     for b in ("kernelhub", "kernelhubd", "kh_daemon_loadgen", "kh_sigstore_verify"):
         if not (bindir / b).exists():

@@ -97,7 +97,12 @@ def main() -> int:
     ap.add_argument("--python", default=str(REPO_ROOT / ".venv" / "bin" / "python"))
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless the site mode made one upstream GET per file")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a quick run that checks the benchmark works and prints its table, not "
+                         "its figures (ctest bench.site_smoke)")
     args = ap.parse_args()
+    if args.smoke:
+        args.nodes, args.clients, args.size_mb, args.uplink_mbit = 2, 2, 1, 0
     args.bin_dir = args.build / "bin"
     problems = missing_prerequisites(args.bin_dir)
     if problems:
