@@ -2,7 +2,8 @@
 # The non-torch suites under sanitizers (clang, -O1, every target instrumented, kernelhubd,
 # kernelhub and kh_daemon_probe included, so the processes the tests start are checked too):
 #   asan  ASan + UBSan in build-asan: every suite of that build (trust, proto, cache, hub,
-#         server, cli, e2e, client, daemon, daemon_integration), through ctest.
+#         server, cli, e2e, client, daemon, daemon_integration), through ctest. The same build
+#         holds scripts/fuzz.sh's harnesses (scripts/clang_build.sh).
 #   tsan  TSan in build-tsan: the concurrency suites (the in-process daemon, single-flight
 #         across processes, hostile frames from many threads, the transport's writer thread).
 # Any report fails the run: reports are fatal (-fno-sanitize-recover=all, halt_on_error) and
@@ -31,21 +32,8 @@ if [[ ! -f "${MAIN_BUILD}/fixtures/variant.txt" || ! -d "${MAIN_BUILD}/fixtures/
   printf 'sanitize: FAILED: no fixture store in %s/fixtures: run scripts/build.sh first\n' "${MAIN_BUILD}" >&2
   exit 1
 fi
-# Same compiler cache rules as scripts/build.sh: clones in other folders share objects.
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-${ROOT}}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
-
-# configure <build dir> <address|thread>
-configure() {
-  local build="$1" sanitize="$2"
-  mkdir -p "${build}"
-  CC=clang CXX=clang++ cmake -S "${ROOT}" -B "${build}" -G Ninja \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
-    -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" \
-    "-DCMAKE_C_FLAGS_DEBUG=-O1 -gline-tables-only" \
-    -DKERNELHUB_SANITIZE="${sanitize}" -DKERNELHUB_WITH_TORCH=OFF -DKERNELHUB_BUILD_FUZZ=OFF \
-    -DKERNELHUB_BUILD_FIXTURES=OFF -DKERNELHUB_FIXTURE_DIR="${MAIN_BUILD}/fixtures" \
-    >"${build}/configure.log" 2>&1 || { cat "${build}/configure.log" >&2; return 1; }
-}
+# shellcheck source=scripts/clang_build.sh
+source "${ROOT}/scripts/clang_build.sh"
 
 # build <build dir> <targets...>
 build() {
@@ -91,8 +79,9 @@ verdict() {
 
 run_asan() {
   local build="${ROOT}/build-asan" logs="${ROOT}/build-asan/sanitizer-logs"
-  configure "${build}" address
-  build "${build}" all  # without torch, fixtures and fuzzers: the suites and their binaries
+  # The build scripts/fuzz.sh made its harnesses in: its product code is already compiled.
+  configure_clang_build "${build}" address
+  build "${build}" all  # without torch and fixtures: the suites, their binaries, the harnesses
   fresh_log_dir "${logs}"
   local start=${SECONDS} rc=0
   # detect_leaks=0 for the strace suites only (LeakSanitizer cannot run under ptrace: "does not
@@ -113,7 +102,7 @@ run_asan() {
 
 run_tsan() {
   local build="${ROOT}/build-tsan" logs="${ROOT}/build-tsan/sanitizer-logs"
-  configure "${build}" thread
+  configure_clang_build "${build}" thread
   # binary:Catch2 test spec (empty: all of it): the suites whose threads run against each
   # other: every in-process daemon suite (tests/daemon), and of the daemon binary's suites
   # single-flight, hostile frames from many threads and the connection limits.

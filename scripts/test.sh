@@ -9,16 +9,25 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${KERNELHUB_BUILD_DIR:-${ROOT}/build}"
-"${ROOT}/scripts/setup.sh"
-"${ROOT}/scripts/build.sh"
-# Fuzz first, so that ctest's summary is the last thing printed.
-"${ROOT}/scripts/fuzz.sh" "${KERNELHUB_FUZZ_SECONDS:-20}"
+# timed NAME CMD...: runs CMD and remembers how long it took, for the line printed before ctest.
+times=()
+timed() {
+  local name="$1" start=${SECONDS}
+  shift
+  "$@"
+  times+=("${name} $((SECONDS - start))s")
+}
+timed setup "${ROOT}/scripts/setup.sh"
+timed build "${ROOT}/scripts/build.sh"
+# Fuzz first, so that ctest's summary is the last thing printed. Its build (build-asan) is the
+# one the ASan suites run from.
+timed fuzz "${ROOT}/scripts/fuzz.sh" "${KERNELHUB_FUZZ_SECONDS:-20}"
 # Before ctest too; a report or a finding stops the run here (ctest never prints success).
 if [[ -n "${KERNELHUB_SANITIZE_RUNS-all}" ]]; then
-  "${ROOT}/scripts/sanitize.sh" "${KERNELHUB_SANITIZE_RUNS-all}"
+  timed sanitize "${ROOT}/scripts/sanitize.sh" "${KERNELHUB_SANITIZE_RUNS-all}"
 else
   printf 'test: sanitizer runs skipped (KERNELHUB_SANITIZE_RUNS is empty)\n'
 fi
-"${ROOT}/scripts/tidy.sh"
-printf 'test: running ctest\n'
+timed tidy "${ROOT}/scripts/tidy.sh"
+printf 'test: %s; running ctest\n' "${times[*]}"
 exec ctest --test-dir "${BUILD}" --output-on-failure -j2 "$@"

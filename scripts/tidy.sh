@@ -35,11 +35,11 @@ fi
 mapfile -t changed < <(git diff --name-only --diff-filter=d "${BASE}" -- \
   '*.cpp' '*.hpp' '*.h' '*.cc' | sort -u)
 # Translation units clang-tidy can be run on: the build's, plus the fuzz harnesses of
-# build-fuzz (clang only, so not in a gcc build), merged into one database.
+# build-asan (clang only, so not in a gcc build), merged into one database.
 db="$(mktemp -d)"
 trap 'rm -rf "${db}"' EXIT
 mapfile -t known < <(python3 - "${db}" "${ROOT}" "${BUILD}/compile_commands.json" \
-  "${ROOT}/build-fuzz/compile_commands.json" <<'PY'
+  "${ROOT}/build-asan/compile_commands.json" <<'PY'
 import json, os, sys
 out, root, dbs = sys.argv[1], sys.argv[2], sys.argv[3:]
 merged, seen = [], set()
