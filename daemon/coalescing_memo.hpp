@@ -1,9 +1,12 @@
 // A small memo for upstream answers: a fresh value is reused until its time is up, and
 // callers that ask for a missing key at the same time share one load (so a cold start of
 // many clients makes one upstream request). Errors are handed to the callers that waited for
-// them and never kept.
+// them; only the Hub's definite "not there" answers (is_definite_miss) are kept, and only for
+// the memo's short miss TTL, so a client retrying a wrong name is not one upstream round each
+// time. A transient failure (network, timeout, 429, 5xx) is never kept.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -16,11 +19,20 @@
 
 namespace kernelhub::daemon {
 
+// No such repo, revision or file: the Hub's own answer, which only a publish changes.
+inline bool is_definite_miss(ErrorCode code) {
+  return code == ErrorCode::repo_not_found || code == ErrorCode::revision_not_found ||
+         code == ErrorCode::entry_not_found;
+}
+
 template <class T>
 class CoalescingMemo {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit CoalescingMemo(std::size_t max_entries) : max_entries_(max_entries) {}
+  // miss_ttl: how long a definite miss is kept (zero: never), and never longer than the
+  // `ttl` of the get() that loaded it.
+  explicit CoalescingMemo(std::size_t max_entries, Clock::duration miss_ttl = {})
+      : max_entries_(max_entries), miss_ttl_(miss_ttl) {}
 
   // The value for `key`: the memo's while younger than `ttl`, else what `load` returns
   // (called once for all concurrent callers, on the first caller's thread).
@@ -44,11 +56,14 @@ class CoalescingMemo {
     promise.set_value(value);
     lock.lock();
     if (const auto it = slots_.find(key); it != slots_.end()) {
-      if (value && ttl > Clock::duration::zero()) {
+      const auto keep = value                                  ? ttl
+                        : is_definite_miss(value.error().code) ? std::min(ttl, miss_ttl_)
+                                                               : Clock::duration::zero();
+      if (keep > Clock::duration::zero()) {
         it->second.loaded = true;
-        it->second.expires = Clock::now() + ttl;
+        it->second.expires = Clock::now() + keep;
       } else {
-        slots_.erase(it);  // errors (and a ttl of 0) are not kept
+        slots_.erase(it);  // other errors (and a ttl of 0) are not kept
       }
     }
     return value;
@@ -68,6 +83,7 @@ class CoalescingMemo {
   }
 
   std::size_t max_entries_;
+  Clock::duration miss_ttl_;
   std::mutex mutex_;
   std::unordered_map<std::string, Slot> slots_;
 };

@@ -7,6 +7,8 @@
 #include "hub/server/http_replies.hpp"
 #include "hub/server/local_store.hpp"
 #include "trust/digest.hpp"
+#include "trust/revision.hpp"
+#include "trust/safe_path.hpp"
 
 namespace kernelhub::daemon {
 
@@ -53,6 +55,25 @@ class Handler {
       return std::nullopt;
     }
     return *repo;
+  }
+
+  // The route's revision and path, checked before anything is asked upstream: a '.' or '..'
+  // segment (cpp-httplib has decoded %2e and %2F already), a control character or an encoded
+  // separator is refused here with a 400 that echoes the request only. HubApi checks them
+  // again where it builds the URL (hub/api_url.cpp).
+  bool checked(const std::string& revision, const std::string* path = nullptr) {
+    if (auto rev = trust::validate_revision(revision); !rev) {
+      reply_error({ErrorCode::invalid_request,
+                   rev.error().message + " (kernelhubd's local Hub passes on branch, tag and "
+                                         "commit names only)"});
+      return false;
+    }
+    if (path == nullptr || path->empty()) return true;
+    if (auto safe = trust::validate_repo_path(*path); !safe) {
+      reply_error(safe.error());
+      return false;
+    }
+    return true;
   }
 
   void reply_error(const Error& error) {
@@ -235,7 +256,7 @@ void LocalHubRoutes::register_on(httplib::Server& server) {
              }));
   server.Get(api + "/revision/([^/]+)",
              repo_route([](Handler& h, const trust::RepoId& repo, const httplib::Request& req) {
-               h.revision(repo, req.matches[4]);
+               if (h.checked(req.matches[4])) h.revision(repo, req.matches[4]);
              }));
   server.Get(api + "/refs", repo_route([](Handler& h, const trust::RepoId& repo,
                                           const httplib::Request&) { h.refs(repo); }));
@@ -243,13 +264,14 @@ void LocalHubRoutes::register_on(httplib::Server& server) {
              repo_route([](Handler& h, const trust::RepoId& repo, const httplib::Request& req) {
                std::string path = req.matches[5];
                while (!path.empty() && path.back() == '/') path.pop_back();
-               h.tree(repo, req.matches[4], path);
+               if (h.checked(req.matches[4], &path)) h.tree(repo, req.matches[4], path);
              }));
   // Resolve: /kernels/{org}/{name}/... for kernel repos, /{org}/{name}/... for models. The
   // regex groups are shifted so that 2 and 3 are always org and name.
   const auto resolve =
       repo_route([](Handler& h, const trust::RepoId& repo, const httplib::Request& req) {
-        h.resolve(repo, req.matches[4], req.matches[5]);
+        const std::string path = req.matches[5];
+        if (h.checked(req.matches[4], &path)) h.resolve(repo, req.matches[4], path);
       });
   server.Get(R"(/(kernels)/([^/]+)/([^/]+)/resolve/([^/]+)/(.+))", resolve);
   server.Get(R"(/()([^/]+)/([^/]+)/resolve/([^/]+)/(.+))", resolve);

@@ -12,7 +12,10 @@ UpstreamMetadata::UpstreamMetadata(const trust::Environment& env, std::chrono::s
                                    AtomicCounters& counters)
     : ttl_(resolve_ttl),
       http_(hub::HubConfig::from(env), counters),
-      api_(hub::HubConfig::from(env), http_) {}
+      api_(hub::HubConfig::from(env), http_),
+      refs_(1024, std::min<std::chrono::seconds>(kMissTtl, resolve_ttl)),
+      commits_(4096, std::min<std::chrono::seconds>(kMissTtl, resolve_ttl)),
+      trees_(512, std::min<std::chrono::seconds>(kMissTtl, resolve_ttl)) {}
 
 Result<hub::RepoRefs> UpstreamMetadata::refs(const trust::RepoId& repo) {
   return refs_.get(repo.str(), ttl_, [&] { return api_.list_refs(repo); });

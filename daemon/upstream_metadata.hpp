@@ -1,7 +1,8 @@
 // The Hub API answers kernelhubd's local Hub passes on: refs, revision -> commit and tree
 // listings, fetched upstream once for every client asking at the same time and kept for a
 // while (refs and branch revisions for the resolve TTL, listings at a commit longer: a
-// commit never changes).
+// commit never changes). The Hub's "no such repo / revision / file" is kept kMissTtl (at most
+// the resolve TTL): a client that retries a wrong name costs the upstream nothing meanwhile.
 #pragma once
 
 #include <chrono>
@@ -16,6 +17,10 @@
 #include "trust/environment.hpp"
 
 namespace kernelhub::daemon {
+
+// How long a definite miss is answered from the memo (bounded by the resolve TTL, so
+// --resolve-ttl 0 keeps none): short, since a publish may make the name appear.
+inline constexpr std::chrono::seconds kMissTtl{5};
 
 class UpstreamMetadata {
  public:
@@ -40,9 +45,9 @@ class UpstreamMetadata {
   std::chrono::seconds ttl_;
   UpstreamHttp http_;
   hub::HubApi api_;
-  CoalescingMemo<hub::RepoRefs> refs_{1024};
-  CoalescingMemo<std::string> commits_{4096};
-  CoalescingMemo<std::vector<hub::TreeEntry>> trees_{512};
+  CoalescingMemo<hub::RepoRefs> refs_;
+  CoalescingMemo<std::string> commits_;
+  CoalescingMemo<std::vector<hub::TreeEntry>> trees_;
 };
 
 }  // namespace kernelhub::daemon

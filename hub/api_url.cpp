@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "hub/http.hpp"
+#include "trust/revision.hpp"
+#include "trust/safe_path.hpp"
+
 namespace kernelhub::hub {
 namespace {
 
@@ -34,7 +38,83 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+// "%2e" / "%2E" -> '.'; other text as is (only dots matter to has_dot_segment).
+std::string decode_dots(std::string_view segment) {
+  std::string out;
+  for (std::size_t i = 0; i < segment.size(); ++i) {
+    if (segment[i] == '%' && i + 2 < segment.size() && segment[i + 1] == '2' &&
+        std::tolower(static_cast<unsigned char>(segment[i + 2])) == 'e') {
+      out.push_back('.');
+      i += 2;
+    } else {
+      out.push_back(segment[i]);
+    }
+  }
+  return out;
+}
+
+const char* route_name(RepoRoute route) {
+  switch (route) {
+    case RepoRoute::refs:
+      return "refs";
+    case RepoRoute::revision:
+      return "revision";
+    case RepoRoute::tree:
+      return "tree";
+    case RepoRoute::commits:
+      return "commits";
+    case RepoRoute::resolve:
+      return "resolve";
+  }
+  return "";
+}
+
 }  // namespace
+
+Result<std::string> repo_url(std::string_view endpoint, RepoKind kind, const trust::RepoId& repo,
+                             RepoRoute route, std::string_view revision, std::string_view path) {
+  auto id = trust::RepoId::parse(repo.str());  // a RepoId may be built without parse()
+  if (!id) return fail(id.error());
+  std::string url(endpoint);
+  if (route == RepoRoute::resolve) {
+    url += (kind == RepoKind::kernel ? "/kernels/" : "/") + id->str() + "/resolve";
+  } else {
+    url += (kind == RepoKind::kernel ? "/api/kernels/" : "/api/models/") + id->str() + "/" +
+           route_name(route);
+  }
+  if (route == RepoRoute::refs) return url;
+  auto rev = trust::validate_revision(revision);
+  if (!rev) return fail(rev.error());
+  url += "/" + url_encode(*rev, false);
+  if (route == RepoRoute::revision || route == RepoRoute::commits) return url;
+  if (path.empty() && route == RepoRoute::tree) return url;
+  auto safe = trust::validate_repo_path(path);
+  if (!safe) return fail(safe.error());
+  return url + "/" + url_encode(*safe, true);
+}
+
+bool has_dot_segment(std::string_view url) {
+  std::string_view path = url;
+  if (const auto parts = split(url)) path = parts->rest;
+  path = path.substr(0, path.find_first_of("?#"));
+  std::string segment;
+  const auto done = [&] {
+    const std::string text = decode_dots(segment);
+    segment.clear();
+    return text == "." || text == "..";
+  };
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    const bool encoded_slash = path[i] == '%' && i + 2 < path.size() && path[i + 1] == '2' &&
+                               std::tolower(static_cast<unsigned char>(path[i + 2])) == 'f';
+    if (path[i] == '/' || encoded_slash) {
+      if (done()) return true;
+      if (encoded_slash) i += 2;
+      continue;
+    }
+    segment.push_back(path[i]);
+  }
+  return done();
+}
 
 bool is_host_less(std::string_view location) {
   return location.find("://") == std::string_view::npos && !location.starts_with("//");

@@ -16,6 +16,10 @@ Result<void> apply_transfer_options(CURL* easy, CurlSlist& headers, const HubCon
                                     const TransferOptions& options) {
   const bool https = options.url.rfind("https://", 0) == 0;
   curl_easy_setopt(easy, CURLOPT_URL, options.url.c_str());
+  // The path goes out exactly as built and checked (hub/api_url.cpp): curl's own dot-segment
+  // removal would send another path than the one the endpoint prefix (token scope) and the
+  // redirect checks looked at, e.g. /api/kernels/a/b/tree/x/../../../c/d/... as c/d's listing.
+  curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
   // Never follow a redirect that leaves TLS.
   curl_easy_setopt(easy, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https");

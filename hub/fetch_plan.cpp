@@ -73,8 +73,10 @@ Result<std::string> FetchPlan::read_small(Planned& file) {
   }
   if (!file.slot) return read_small_file(cache_.blobs_dir(repo_) / file.entry.etag(), cap);
   Slot& slot = slots_[*file.slot];
+  auto url = api_.resolve_url(repo_, commit_, file.entry.path);
+  if (!url) return fail(url.error());
   HttpRequest request;
-  request.url = api_.resolve_url(repo_, commit_, file.entry.path);
+  request.url = std::move(*url);
   request.follow_redirects = true;
   request.timeout = config_.download_timeout;
   request.max_body = cap;
@@ -148,7 +150,9 @@ Result<void> FetchPlan::download(const ProgressCallback& progress) {
   FetchProgress base;
   for (auto& slot : slots_) {
     if (slot.filled) continue;
-    jobs.push_back({slot.path, api_.resolve_url(repo_, commit_, slot.path), &slot.writer});
+    auto url = api_.resolve_url(repo_, commit_, slot.path);
+    if (!url) return fail(url.error());
+    jobs.push_back({slot.path, std::move(*url), &slot.writer});
     base.bytes_total += slot.writer.expected().size;
   }
   base.files_total = static_cast<int>(jobs.size());

@@ -7,6 +7,7 @@
 
 #include "hub/api_url.hpp"
 #include "trust/kernel_dependency.hpp"
+#include "trust/safe_path.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -25,9 +26,13 @@ std::optional<std::uint64_t> to_size(const std::optional<std::string>& text) {
 
 }  // namespace
 
-std::string HubApi::api_base(const trust::RepoId& repo, RepoKind kind) const {
-  return config_.endpoint + (kind == RepoKind::kernel ? "/api/kernels/" : "/api/models/") +
-         current(repo).str();
+Result<HttpRequest> HubApi::repo_request(const trust::RepoId& repo, RepoKind kind, RepoRoute route,
+                                         std::string_view revision, std::string_view path) const {
+  auto url = repo_url(config_.endpoint, kind, current(repo), route, revision, path);
+  if (!url) return fail(url.error());
+  HttpRequest request;
+  request.url = std::move(*url);
+  return request;
 }
 
 trust::RepoId HubApi::current(const trust::RepoId& repo) const {
@@ -84,6 +89,13 @@ Result<HttpResponse> HubApi::send_api(const trust::RepoId& repo, HttpRequest req
                       "); API calls only follow redirects within HF_ENDPOINT (" + config_.endpoint +
                       "): set HF_ENDPOINT to that origin if you trust it");
     }
+    // Sent as is (CURLOPT_PATH_AS_IS): a dot segment would name another path than the one
+    // checked below.
+    if (has_dot_segment(*next)) {
+      return fail(ErrorCode::malformed_response,
+                  "the Hub redirected " + request.url + " to a path with a '.' or '..' segment (" +
+                      trust::sanitize_for_message(*location) + "); not followed");
+    }
     auto target = api_repo_in_url(*next, config_.endpoint);
     if (!target) return fail(target.error());
     const trust::RepoId now = moved ? *moved : current(repo);
@@ -123,7 +135,9 @@ Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build
     known = kinds_.count(repo.str()) != 0;
   }
   const RepoKind first = kind(repo);
-  auto result = send(build(first));
+  auto request = build(first);
+  if (!request) return fail(request.error());
+  auto result = send(*request);
   if (result) {
     remember(repo, first);
     return result;
@@ -131,7 +145,9 @@ Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build
   if (known || first != RepoKind::kernel || result.error().code != ErrorCode::repo_not_found)
     return result;
   // Legacy kernel repos live under the model type.
-  auto fallback = send(build(RepoKind::model));
+  auto model_request = build(RepoKind::model);
+  if (!model_request) return fail(model_request.error());
+  auto fallback = send(*model_request);
   if (!fallback) {
     if (fallback.error().code == ErrorCode::repo_not_found) return result;  // the kernel-type error
     return fallback;
@@ -142,9 +158,8 @@ Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build
 
 Result<RepoRefs> HubApi::list_refs(const trust::RepoId& repo, bool retry) {
   auto response = send_with_fallback(repo, [&](RepoKind kind) {
-    HttpRequest request;
-    request.url = api_base(repo, kind) + "/refs";
-    request.retry = retry;
+    auto request = repo_request(repo, kind, RepoRoute::refs);
+    if (request) request->retry = retry;
     return request;
   });
   if (!response) return fail(response.error());
@@ -155,9 +170,8 @@ Result<std::string> HubApi::resolve_revision(const trust::RepoId& repo, std::str
                                              bool retry) {
   if (is_commit_sha(revision)) return std::string(revision);
   auto response = send_with_fallback(repo, [&](RepoKind kind) {
-    HttpRequest request;
-    request.url = api_base(repo, kind) + "/revision/" + url_encode(revision, false);
-    request.retry = retry;
+    auto request = repo_request(repo, kind, RepoRoute::revision, revision);
+    if (request) request->retry = retry;
     return request;
   });
   if (!response) return fail(response.error());
@@ -187,10 +201,9 @@ Result<std::string> HubApi::resolve_version(const trust::RepoId& repo, std::uint
 Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std::string_view commit,
                                                  std::string_view path_in_repo, bool recursive) {
   auto first = send_with_fallback(repo, [&](RepoKind kind) {
-    HttpRequest request;
-    request.url = api_base(repo, kind) + "/tree/" + url_encode(commit, false);
-    if (!path_in_repo.empty()) request.url += "/" + url_encode(path_in_repo, true);
-    request.url += recursive ? "?recursive=true&expand=false" : "?recursive=false&expand=false";
+    auto request = repo_request(repo, kind, RepoRoute::tree, commit, path_in_repo);
+    if (request)
+      request->url += recursive ? "?recursive=true&expand=false" : "?recursive=false&expand=false";
     return request;
   });
   if (!first) return fail(first.error());
@@ -216,11 +229,8 @@ Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std:
 Result<bool> HubApi::history_contains(const trust::RepoId& repo, std::string_view commit,
                                       std::string_view ancestor, std::size_t max_commits) {
   if (commit == ancestor) return true;
-  auto first = send_with_fallback(repo, [&](RepoKind kind) {
-    HttpRequest request;
-    request.url = api_base(repo, kind) + "/commits/" + url_encode(commit, false);
-    return request;
-  });
+  auto first = send_with_fallback(
+      repo, [&](RepoKind kind) { return repo_request(repo, kind, RepoRoute::commits, commit); });
   if (!first) return fail(first.error());
   HttpResponse page = std::move(*first);
   for (std::size_t seen = 0;;) {
@@ -245,24 +255,39 @@ Result<std::optional<HttpResponse>> HubApi::next_page(const trust::RepoId& repo,
   if (!next) return std::optional<HttpResponse>{};
   HttpRequest request;
   request.url = next->find("://") == std::string::npos ? config_.endpoint + *next : *next;
+  KH_TRY(check_page_url(repo, request.url));
   auto response = send_api(repo, request);
   if (!response) return fail(response.error());
   return std::optional<HttpResponse>{std::move(*response)};
 }
 
-std::string HubApi::resolve_url(const trust::RepoId& repo, std::string_view commit,
-                                std::string_view path) const {
-  const std::string prefix = kind(repo) == RepoKind::kernel ? "/kernels/" : "/";
-  return config_.endpoint + prefix + current(repo).str() + "/resolve/" + url_encode(commit, false) +
-         "/" + url_encode(path, true);
+Result<void> HubApi::check_page_url(const trust::RepoId& repo, const std::string& url) const {
+  // A next page is the same listing of the same repo, on the configured Hub.
+  const auto origin = url_origin(url);
+  auto named = api_repo_in_url(url, config_.endpoint);
+  if (!named) return fail(named.error());
+  if (!origin || origin != url_origin(config_.endpoint) || !*named ||
+      (*named)->repo != current(repo) || has_dot_segment(url)) {
+    return fail(ErrorCode::malformed_response,
+                "the Hub's next-page link for " + repo.str() + " leaves its listing (" +
+                    trust::sanitize_for_message(url) + "); not followed");
+  }
+  return ok();
+}
+
+Result<std::string> HubApi::resolve_url(const trust::RepoId& repo, std::string_view commit,
+                                        std::string_view path) const {
+  return repo_url(config_.endpoint, kind(repo), current(repo), RepoRoute::resolve, commit, path);
 }
 
 Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoId& repo,
                                                               std::string_view commit,
                                                               std::string_view path,
                                                               std::size_t cap) {
+  auto url = resolve_url(repo, commit, path);
+  if (!url) return fail(url.error());
   HttpRequest request;
-  request.url = resolve_url(repo, commit, path);
+  request.url = std::move(*url);
   request.follow_redirects = true;
   request.timeout = config_.download_timeout;
   request.max_body = cap;
@@ -279,11 +304,8 @@ Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_vi
   auto response = send_with_fallback(
       repo,
       [&](RepoKind kind) {
-        HttpRequest request;
-        request.method = "HEAD";
-        const std::string prefix = kind == RepoKind::kernel ? "/kernels/" : "/";
-        request.url = config_.endpoint + prefix + current(repo).str() + "/resolve/" +
-                      url_encode(commit, false) + "/" + url_encode(path, true);
+        auto request = repo_request(repo, kind, RepoRoute::resolve, commit, path);
+        if (request) request->method = "HEAD";
         return request;
       },
       /*follow=*/false);  // a 3xx here carries the file's metadata

@@ -23,6 +23,11 @@ namespace kernelhub::hub {
 
 enum class RepoKind { kernel, model };
 
+// What a repo URL asks for (hub/api_url.hpp builds them): {endpoint}/api/{kernels|models}/
+// {repo}/refs, .../revision/{rev}, .../tree/{rev}[/{path}], .../commits/{rev}, and the file URL
+// {endpoint}{/kernels|}/{repo}/resolve/{rev}/{path}.
+enum class RepoRoute { refs, revision, tree, commits, resolve };
+
 struct GitRef {
   std::string name;           // "v1", "main"
   std::string ref;            // "refs/heads/v1"
@@ -94,14 +99,21 @@ class HubApi {
                                                         std::string_view commit,
                                                         std::string_view path, std::size_t cap);
 
-  // {endpoint}/kernels/{repo}/resolve/{commit}/{path} (or the model form for legacy repos).
-  std::string resolve_url(const trust::RepoId& repo, std::string_view commit,
-                          std::string_view path) const;
+  // {endpoint}/kernels/{repo}/resolve/{commit}/{path} (or the model form for legacy repos);
+  // invalid_argument / unsafe_path for a revision or path that repo_url refuses.
+  Result<std::string> resolve_url(const trust::RepoId& repo, std::string_view commit,
+                                  std::string_view path) const;
   RepoKind kind(const trust::RepoId& repo) const;
   const HubConfig& config() const { return config_; }
 
  private:
-  std::string api_base(const trust::RepoId& repo, RepoKind kind) const;
+  // A GET of `route` for `repo` (or where the Hub moved it), its URL from repo_url: every
+  // request for a repo is built here, from checked parts.
+  Result<HttpRequest> repo_request(const trust::RepoId& repo, RepoKind kind, RepoRoute route,
+                                   std::string_view revision = {},
+                                   std::string_view path = {}) const;
+  // A Link rel="next" must stay on the endpoint's origin, on `repo`, without dot segments.
+  Result<void> check_page_url(const trust::RepoId& repo, const std::string& url) const;
   // `repo`, or where the Hub moved it.
   trust::RepoId current(const trust::RepoId& repo) const;
   // One API GET for `repo`, following same-origin redirects (kMaxApiRedirects at most).
@@ -111,9 +123,9 @@ class HubApi {
   // on the last page.
   Result<std::optional<HttpResponse>> next_page(const trust::RepoId& repo,
                                                 const HttpResponse& page);
-  // Sends the request built for each kind in turn (kernel first unless the repo is known
-  // to be a model), falling back on repo_not_found. follow: through send_api; else a 3xx is
-  // returned as is.
+  // Sends the request built for each kind in turn (a build error is returned as is) (kernel first
+  // unless the repo is known to be a model), falling back on repo_not_found. follow: through
+  // send_api; else a 3xx is returned as is.
   template <class Build>
   Result<HttpResponse> send_with_fallback(const trust::RepoId& repo, Build build,
                                           bool follow = true);

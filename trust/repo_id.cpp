@@ -6,12 +6,17 @@
 namespace kernelhub::trust {
 namespace {
 
+bool word_char(unsigned char c) { return std::isalnum(c) != 0 || c == '_'; }
+
 bool valid_part(std::string_view part) {
   if (part.empty() || part.size() > 96) return false;
   const bool chars_ok = std::all_of(part.begin(), part.end(), [](unsigned char c) {
-    return std::isalnum(c) != 0 || c == '_' || c == '-' || c == '.';
+    return word_char(c) || c == '-' || c == '.';
   });
   if (!chars_ok) return false;
+  // huggingface_hub's \b...\b: a part starts and ends with a letter, digit or '_', so "."
+  // (a dot segment in every URL the id goes into) is no repo id.
+  if (!word_char(part.front()) || !word_char(part.back())) return false;
   if (part.find("--") != std::string_view::npos || part.find("..") != std::string_view::npos)
     return false;
   return !(part.size() >= 4 && part.substr(part.size() - 4) == ".git");
@@ -29,7 +34,8 @@ Result<RepoId> RepoId::parse(std::string_view text) {
   if (!valid_part(id.org) || !valid_part(id.name)) {
     return fail(ErrorCode::invalid_argument, "repository id '" + std::string(text) +
                                                  "' is not valid: use letters, digits, '_', '-' "
-                                                 "and '.', at most 96 each, no '--' or '..'");
+                                                 "and '.', at most 96 each, starting and ending "
+                                                 "with a letter, digit or '_', no '--' or '..'");
   }
   return id;
 }

@@ -12,7 +12,8 @@ struct RepoId {
   std::string org;
   std::string name;
 
-  // `org/name`; each part matches [A-Za-z0-9_.-]{1,96}, no "--" or "..", not ending in ".git".
+  // `org/name`; each part matches [A-Za-z0-9_.-]{1,96}, starts and ends with [A-Za-z0-9_], no
+  // "--" or "..", not ending in ".git".
   static Result<RepoId> parse(std::string_view text);
   std::string str() const { return org + "/" + name; }
   bool operator==(const RepoId&) const = default;

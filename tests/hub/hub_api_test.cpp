@@ -141,7 +141,7 @@ TEST_CASE("a legacy model-type kernel repo is found through the model paths, and
   REQUIRE(refs);
   CHECK(refs->branches.at(0).target_commit == sha);
   CHECK(api.kind(repo) == hub::RepoKind::model);
-  CHECK(api.resolve_url(repo, sha, "build/x.py") ==
+  CHECK(*api.resolve_url(repo, sha, "build/x.py") ==
         http.endpoint() + "/kernels-community/old/resolve/" + sha + "/build/x.py");
   auto main = api.resolve_revision(repo, "main");
   REQUIRE(main);

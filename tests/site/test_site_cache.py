@@ -305,6 +305,17 @@ def test_cache_rules(site):
     finally:
         hub.set_faults({})
 
+    # Dot segments, raw or percent-encoded, would be classified here as one URL and read by the
+    # Hub as another (another repo's listing, /api/whoami-v2): refused, never sent upstream.
+    hub.reset_requests()
+    tree_at = f"/api/kernels/{repo}/tree/{commit}"
+    for path in (f"{tree_at}/../../../../SageAttention/x/tree/main", f"{tree_at}/%2e%2e/%2E%2e/x",
+                 f"{tree_at}%2F..%2F..%2Fx", f"/api/kernels/{repo}/revision/..", f"{tree_at}/.",
+                 resolve_uri(repo, commit, "build/../../../../../api/whoami-v2")):
+        h = headers_of(topo.curl(node, endpoint + path, "--path-as-is", "-D", "-", "-o", "/dev/null").stdout)
+        assert h["status"] == "400", (path, h)
+    assert hub.requests() == []
+
 
 def test_real_hub_answers_that_kernelhub_serve_does_not_give(site):
     """Xet, the resolve cache, org-less repos, an object host's cookie: answers of the real Hub,
