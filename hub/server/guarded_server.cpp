@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 // that closing does not reset the connection before the client has read the reply.
 constexpr std::size_t kMaxDraining = 64;
 constexpr std::chrono::milliseconds kDrainTime{1000};
-constexpr std::size_t kDrainBytes = 1u << 20;
+constexpr std::size_t kDrainBytes = 4u << 20;           // loopback buffers hold megabytes
 constexpr std::chrono::milliseconds kAcceptPause{100};  // out of fds: stop accepting a bit
 constexpr int kAcceptBurst = 64;                        // accepts per wake-up
 

@@ -47,15 +47,16 @@ constexpr std::size_t kMaxRangeValue = 512;  // httplib matches it with a recurs
 }  // namespace
 
 bool acceptable_range(std::string_view value) {
+  // Exactly what httplib's parse_range_header takes, narrowed: "bytes=" then ranges split
+  // by ",", whitespace only after a comma (httplib refuses it anywhere else with 416).
   value = trim_ows(value);
   if (value.size() > kMaxRangeValue || !value.starts_with("bytes=")) return false;
   value.remove_prefix(6);
-  std::size_t count = 0;
-  while (true) {
+  for (std::size_t count = 1; count <= kMaxRanges; ++count) {
     const auto comma = value.find(',');
-    const std::string_view spec = trim_ows(value.substr(0, comma));
+    const std::string_view spec = value.substr(0, comma);
     const auto dash = spec.find('-');
-    if (dash == std::string_view::npos || ++count > kMaxRanges) return false;
+    if (dash == std::string_view::npos) return false;
     const std::string_view first = spec.substr(0, dash);
     const std::string_view last = spec.substr(dash + 1);
     if (first.size() > kMaxRangeDigits || last.size() > kMaxRangeDigits) return false;
@@ -68,7 +69,10 @@ bool acceptable_range(std::string_view value) {
     }
     if (comma == std::string_view::npos) return true;
     value.remove_prefix(comma + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
   }
+  return false;
 }
 
 HeadScanner::State HeadScanner::refuse(int status, std::string code, std::string message) {

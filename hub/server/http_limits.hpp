@@ -10,9 +10,11 @@
 namespace kernelhub::hub::server {
 
 // One request head (request line and header lines, up to the blank line) and its body.
+// Line bounds count bytes without the CRLF; the defaults keep within httplib 0.11's own
+// 8192 (which counts it), so httplib never refuses a head the gate passed.
 struct HttpHeadLimits {
-  std::size_t max_request_line = 8192;  // bytes without CRLF; over: 414
-  std::size_t max_header_line = 8192;   // bytes of one header line without CRLF; over: 431
+  std::size_t max_request_line = 8190;  // over: 414
+  std::size_t max_header_line = 8190;   // one header line; over: 431
   std::size_t max_header_lines = 100;   // over: 431
   std::size_t max_head_bytes = 16384;   // the whole head with its CRLFs; over: 431
   std::size_t max_body_bytes = 16384;   // a Content-Length body; over: 413 (chunked: 411)
