@@ -7,7 +7,7 @@
 # leak, timeout or sanitizer report (the input is kept in build-fuzz/artifacts/).
 # Skips cleanly without clang.
 # Usage: scripts/fuzz.sh [seconds-per-harness] [harness...]
-#   seconds: $1, else FUZZ_SECONDS, else 20 (13 harnesses: about 5 minutes in all)
+#   seconds: $1, else FUZZ_SECONDS, else 20 (14 harnesses: about 5 minutes in all)
 #   KERNELHUB_FUZZ_BUILD: the build directory (default build-fuzz)
 set -euo pipefail
 
@@ -17,7 +17,7 @@ shift || true
 BUILD="${KERNELHUB_FUZZ_BUILD:-${ROOT}/build-fuzz}"
 ALL=(frame_decoder_fuzz hub_json_fuzz http_error_fuzz http_headers_fuzz metadata_fuzz
   kernel_status_fuzz policy_fuzz elf_symbols_fuzz serve_fuzz lockfile_fuzz bundle_import_fuzz
-  sigstore_bundle_fuzz local_hub_fuzz)
+  sigstore_bundle_fuzz local_hub_fuzz http_head_fuzz)
 HARNESSES=("${@:-${ALL[@]}}")
 
 if ! command -v clang++ >/dev/null || ! command -v clang >/dev/null; then
@@ -42,7 +42,7 @@ max_len() {
     hub_json_fuzz | http_error_fuzz | metadata_fuzz | kernel_status_fuzz | policy_fuzz | lockfile_fuzz) echo 65536 ;;
     elf_symbols_fuzz) echo 16384 ;;
     bundle_import_fuzz) echo 262144 ;;
-    sigstore_bundle_fuzz) echo 32768 ;;
+    sigstore_bundle_fuzz | http_head_fuzz) echo 32768 ;;
     frame_decoder_fuzz | serve_fuzz | local_hub_fuzz | http_headers_fuzz) echo 8192 ;;
     *) echo 4096 ;;
   esac
