@@ -7,6 +7,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -48,10 +49,10 @@ std::string where(const std::string& host, int port) {
 
 SocketAddress socket_address(const sockaddr_storage& address) {
   SocketAddress out;
-  char text[INET6_ADDRSTRLEN] = {};
+  std::array<char, INET6_ADDRSTRLEN> text{};
   if (address.ss_family == AF_INET) {
     const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
-    ::inet_ntop(AF_INET, &v4.sin_addr, text, sizeof text);
+    ::inet_ntop(AF_INET, &v4.sin_addr, text.data(), text.size());
     out.port = ntohs(v4.sin_port);
     out.loopback = (ntohl(v4.sin_addr.s_addr) >> 24) == 127;
   } else if (address.ss_family == AF_INET6) {
@@ -60,14 +61,14 @@ SocketAddress socket_address(const sockaddr_storage& address) {
     if (IN6_IS_ADDR_V4MAPPED(&v6.sin6_addr)) {
       in_addr v4{};
       std::memcpy(&v4, &v6.sin6_addr.s6_addr[12], sizeof v4);
-      ::inet_ntop(AF_INET, &v4, text, sizeof text);
+      ::inet_ntop(AF_INET, &v4, text.data(), text.size());
       out.loopback = (ntohl(v4.s_addr) >> 24) == 127;
     } else {
-      ::inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof text);
+      ::inet_ntop(AF_INET6, &v6.sin6_addr, text.data(), text.size());
       out.loopback = IN6_IS_ADDR_LOOPBACK(&v6.sin6_addr) != 0;
     }
   }
-  out.ip = text;
+  out.ip = text.data();
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -152,9 +153,9 @@ struct GuardedServer::Gate {
   }
 
   void on_readable(Connection* c) {
-    char buf[16384];
+    std::array<char, 16384> buf{};
     if (c->phase == Phase::draining) {
-      const ssize_t n = ::recv(c->fd.get(), buf, sizeof buf, 0);
+      const ssize_t n = ::recv(c->fd.get(), buf.data(), buf.size(), 0);
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
       c->drained += n > 0 ? static_cast<std::size_t>(n) : 0;
       if (n <= 0 || c->drained > kDrainBytes) close(c);
@@ -163,10 +164,10 @@ struct GuardedServer::Gate {
     // Room for the largest request we take, and no more.
     const std::size_t room =
         limits.head.max_head_bytes + limits.head.max_body_bytes + 1 - c->in.size();
-    const ssize_t n = ::recv(c->fd.get(), buf, std::min(sizeof buf, room), 0);
+    const ssize_t n = ::recv(c->fd.get(), buf.data(), std::min(buf.size(), room), 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (n <= 0) return close(c);  // the client went away: nothing to answer
-    c->in.append(buf, static_cast<std::size_t>(n));
+    c->in.append(buf.data(), static_cast<std::size_t>(n));
     advance(c);
   }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -67,8 +68,9 @@ bool readable_now(int fd) {
 // The local address of the listening TCP socket on `port` as /proc/net/tcp{,6} shows it
 // (hex, e.g. "0100007F" for 127.0.0.1); empty when none listens there.
 std::string listening_address(int port) {
-  char want[8];
-  std::snprintf(want, sizeof want, ":%04X", port);
+  std::array<char, 8> buf{};
+  std::snprintf(buf.data(), buf.size(), ":%04X", port);
+  const std::string want = buf.data();
   for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     std::ifstream in(table);
     std::string line;
@@ -96,7 +98,7 @@ TEST_CASE("unfinished huge --http heads get 431 and do not grow kernelhubd's mem
   // Four connections, each sending 8 MiB of one header line that never ends.
   constexpr int kAttackers = 4;
   constexpr std::size_t kPerAttacker = std::size_t{8} << 20;
-  const std::string chunk(64 * 1024, 'a');
+  const std::string chunk(std::size_t{64} * 1024, 'a');
   std::vector<std::unique_ptr<RawHttp>> attackers;
   std::vector<std::size_t> sent(kAttackers, 0);
   std::vector<int> status(kAttackers, 0);
@@ -140,8 +142,9 @@ TEST_CASE("unfinished huge --http heads get 431 and do not grow kernelhubd's mem
     CHECK(status[i] == 431);
     CHECK(sent[i] < kPerAttacker);  // cut off, not read to the end
   }
-  CHECK(peak < before + 16 * 1024);
-  CHECK(after < before + 16 * 1024);
+  constexpr std::size_t kBoundKb = std::size_t{16} * 1024;
+  CHECK(peak < before + kBoundKb);
+  CHECK(after < before + kBoundKb);
   REQUIRE(raw_get(d.port, "/metrics", 5s).status == 200);  // and it still serves
 }
 
@@ -195,6 +198,7 @@ TEST_CASE("one client address cannot take every --http slot: 503 past the caps",
   Workspace ws;
   HttpDaemon d(ws);  // defaults: 128 per address, 256 in all
   std::vector<std::unique_ptr<RawHttp>> held;
+  held.reserve(256);
   for (int i = 0; i < 128; ++i) held.push_back(std::make_unique<RawHttp>(d.port, "127.0.0.2"));
   RawHttp over(d.port, "127.0.0.2");
   const auto refused = over.read_reply(3s);  // answered at accept, before any request
@@ -244,11 +248,11 @@ TEST_CASE("--http localhost binds loopback even when /etc/hosts says otherwise",
   // A mount namespace of its own, where `localhost` resolves to every interface.
   const std::vector<std::string> wrapper{
       "/usr/bin/unshare", "--mount", "--",
-      "/bin/sh",          "-c",      "mount --bind \"$0\" /etc/hosts && exec \"$@\"",
+      "/bin/sh",          "-c",      R"(mount --bind "$0" /etc/hosts && exec "$@")",
       hosts.string()};
   const auto probe =
       run_command({"/usr/bin/unshare", "--mount", "--", "/bin/sh", "-c",
-                   "mount --bind \"$0\" /etc/hosts && getent hosts localhost", hosts.string()});
+                   R"(mount --bind "$0" /etc/hosts && getent hosts localhost)", hosts.string()});
   if (probe.exit_code != 0 || probe.out.find("0.0.0.0") == std::string::npos) {
     WARN("SKIPPED: cannot give a child its own /etc/hosts here: " << probe.err);
     return;

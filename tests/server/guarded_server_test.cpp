@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <thread>
 #include <vector>
 
@@ -143,9 +144,9 @@ TEST_CASE("the gate serves keep-alive and pipelined requests in order, bodies an
   CHECK(c.read_reply(2s).body == "hi");
   // Expect: 100-continue: the gate says 100 itself, then the body comes.
   REQUIRE(c.send("POST /echo HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"));
-  char buf[64] = {};
-  REQUIRE(::recv(c.fd(), buf, 25, MSG_WAITALL) == 25);
-  CHECK(std::string(buf, 25) == "HTTP/1.1 100 Continue\r\n\r\n");
+  std::array<char, 25> buf{};
+  REQUIRE(::recv(c.fd(), buf.data(), buf.size(), MSG_WAITALL) == 25);
+  CHECK(std::string(buf.data(), buf.size()) == "HTTP/1.1 100 Continue\r\n\r\n");
   REQUIRE(c.send("abc"));
   CHECK(c.read_reply(2s).body == "abc");
   // The same connection still serves, then a close is honoured.
@@ -176,6 +177,7 @@ TEST_CASE("httplib never sees a malformed Range, Expect, or a client's REMOTE_AD
 TEST_CASE("connections are capped per client address and in all, with 503", "[server][gate]") {
   Served s(small_limits());  // 3 per address, 6 in all
   std::vector<std::unique_ptr<RawHttp>> held;
+  held.reserve(6);
   for (int i = 0; i < 3; ++i) held.push_back(std::make_unique<RawHttp>(s.port, "127.0.0.2"));
   {
     RawHttp over(s.port, "127.0.0.2");  // the gate answers at accept, before any request

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <stdexcept>
@@ -93,10 +94,10 @@ RawReply RawHttp::read_reply(std::chrono::milliseconds timeout) {
     }
     pollfd p{fd_.get(), POLLIN, 0};
     if (::poll(&p, 1, ms_left(deadline)) <= 0) return RawReply{};
-    char buf[65536];
-    const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+    std::array<char, 65536> buf{};
+    const ssize_t n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
     if (n <= 0) return RawReply{};
-    in_.append(buf, static_cast<std::size_t>(n));
+    in_.append(buf.data(), static_cast<std::size_t>(n));
   }
 }
 
@@ -105,8 +106,8 @@ bool RawHttp::closed_within(std::chrono::milliseconds timeout) {
   for (;;) {
     pollfd p{fd_.get(), POLLIN, 0};
     if (::poll(&p, 1, ms_left(deadline)) <= 0) return false;
-    char buf[65536];
-    const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+    std::array<char, 65536> buf{};
+    const ssize_t n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
   }
 }
