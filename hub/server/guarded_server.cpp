@@ -74,6 +74,7 @@ struct GuardedServer::Gate {
   std::size_t open = 0;
   std::size_t draining = 0;
   Clock::time_point accept_resumes{};
+  Clock::time_point last_accept_warning{};
 
   // Shared with the workers.
   std::mutex mutex;
@@ -180,9 +181,13 @@ struct GuardedServer::Gate {
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
-          spdlog::warn("http listener: accept: {}; pausing {} ms", std::strerror(errno),
-                       kAcceptPause.count());
-          accept_resumes = Clock::now() + kAcceptPause;
+          const auto now = Clock::now();
+          if (now - last_accept_warning > std::chrono::seconds(10)) {  // one line, not ten a second
+            spdlog::warn("http listener: accept: {}; pausing {} ms at a time", std::strerror(errno),
+                         kAcceptPause.count());
+            last_accept_warning = now;
+          }
+          accept_resumes = now + kAcceptPause;
         }
         return;
       }
