@@ -297,6 +297,7 @@ Result<void> Daemon::run() {
     if (!http) return fail(http.error());
     http->resolve_ttl = o.resolve_ttl;
     http->env = o.env;
+    http->limits = o.http_limits;
     d.local_hub = std::make_unique<LocalHub>(std::move(*http), *d.service, d.counters,
                                              [&d] { return status_reply(*d.context, 0); });
     KH_TRY(d.local_hub->start());

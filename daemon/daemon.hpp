@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "hub/server/http_limits.hpp"
 #include "proto/messages.hpp"
 #include "trust/environment.hpp"
 #include "trust/policy.hpp"
@@ -44,6 +45,8 @@ struct DaemonOptions {
   trust::Environment env;                   // HF_ENDPOINT, HF_TOKEN, HF_HUB_* for the Hub
   // --http HOST:PORT (loopback): the local Hub for Python clients and /metrics; off when empty.
   std::string http_listen;
+  // Its bounds: heads, header deadline, connections in all and per client address.
+  hub::server::HttpListenerLimits http_limits;
 };
 
 // The counters `status` reports (docs/protocol.md).

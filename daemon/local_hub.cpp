@@ -8,15 +8,13 @@
 #include <thread>
 
 #include "daemon/local_hub_routes.hpp"
+#include "hub/server/guarded_server.hpp"
 #include "hub/server/http_replies.hpp"
 #include "proto/prometheus.hpp"
 
 namespace kernelhub::daemon {
 
 namespace {
-
-// Each keep-alive connection holds a worker while it is open; enough for a node's ranks.
-constexpr std::size_t kWorkers = 32;
 
 bool is_loopback(const std::string& host) {
   if (host == "localhost") return true;
@@ -60,13 +58,14 @@ struct LocalHub::Impl {
         metadata(options.env, options.resolve_ttl, counters),
         routes(RoutesContext{service, metadata, counters}),
         status(std::move(status)),
-        counters(counters) {}
+        counters(counters),
+        server(options.limits) {}
   LocalHubOptions options;
   UpstreamMetadata metadata;
   LocalHubRoutes routes;
   StatusSource status;
   AtomicCounters& counters;
-  httplib::Server server;
+  hub::server::GuardedServer server;
   std::thread thread;
   int port = 0;
 };
@@ -79,10 +78,6 @@ LocalHub::~LocalHub() { stop(); }
 
 Result<void> LocalHub::start() {
   Impl& d = *impl_;
-  d.server.new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
-  d.server.set_keep_alive_timeout(2);
-  d.server.set_read_timeout(10, 0);
-  d.server.set_payload_max_length(std::size_t{64} * 1024);  // read-only API: nothing big comes in
   d.server.set_pre_routing_handler([&d](const httplib::Request&, httplib::Response&) {
     d.counters.http_requests.fetch_add(1, std::memory_order_relaxed);
     return httplib::Server::HandlerResponse::Unhandled;
@@ -91,26 +86,23 @@ Result<void> LocalHub::start() {
     res.set_content(proto::render_prometheus(d.status()), proto::kPrometheusContentType);
   });
   d.routes.register_on(d.server);
-  if (d.options.host.find(':') != std::string::npos) d.server.set_address_family(AF_INET6);
-  d.port = d.options.port == 0
-               ? d.server.bind_to_any_port(d.options.host)
-               : (d.server.bind_to_port(d.options.host, d.options.port) ? d.options.port : -1);
-  if (d.port < 0) {
-    return fail(ErrorCode::io, "--http: cannot listen on " + d.options.host + ":" +
-                                   std::to_string(d.options.port) +
-                                   " (in use, or not an address of this host)");
-  }
-  d.thread = std::thread([&d] { d.server.listen_after_bind(); });
-  spdlog::info(
-      "local Hub for Python clients on http://{}:{} (HF_ENDPOINT); metrics at /metrics",
-      d.options.host.find(':') != std::string::npos ? "[" + d.options.host + "]" : d.options.host,
-      d.port);
+  // The gate checks the address it bound, not the name it was given.
+  auto port = d.server.bind(d.options.host, d.options.port, /*loopback_only=*/true);
+  if (!port) return fail(port.error().code, "--http: " + port.error().message);
+  d.port = *port;
+  d.thread = std::thread([&d] {
+    if (auto served = d.server.serve(); !served)
+      spdlog::error("local Hub: {}", served.error().message);
+  });
+  const std::string ip = d.server.bound_ip();
+  spdlog::info("local Hub for Python clients on http://{}:{} (HF_ENDPOINT); metrics at /metrics",
+               ip.find(':') != std::string::npos ? "[" + ip + "]" : ip, d.port);
   return ok();
 }
 
 void LocalHub::stop() {
   if (!impl_->thread.joinable()) return;
-  impl_->server.stop();
+  impl_->server.shutdown();
   impl_->thread.join();
 }
 

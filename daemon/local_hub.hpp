@@ -16,6 +16,7 @@
 
 #include "daemon/counters.hpp"
 #include "daemon/fetch_service.hpp"
+#include "hub/server/http_limits.hpp"
 #include "proto/messages.hpp"
 #include "trust/environment.hpp"
 #include "trust/result.hpp"
@@ -27,9 +28,12 @@ struct LocalHubOptions {
   int port = 0;                    // 0: pick a free port
   std::chrono::seconds resolve_ttl{60};
   trust::Environment env;  // HF_ENDPOINT, HF_TOKEN, HF_HUB_* for the upstream API calls
+  // Head and body bounds, header deadline, connection caps (hub/server/http_limits.hpp).
+  hub::server::HttpListenerLimits limits;
 };
 
 // "HOST:PORT" ("[::1]:PORT" for IPv6) -> host and port; refuses anything but loopback.
+// start() checks the address it actually bound as well (`localhost` is 127.0.0.1).
 Result<LocalHubOptions> parse_http_listen(const std::string& text);
 
 class LocalHub {

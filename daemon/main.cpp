@@ -56,7 +56,24 @@ int main(int argc, char** argv) {
   app.add_option("--http", options.http_listen,
                  "also serve a read-only local Hub for Python clients (HF_ENDPOINT) and "
                  "Prometheus /metrics on HOST:PORT, loopback only (e.g. 127.0.0.1:8765)");
+  auto& http = options.http_limits;
+  long header_timeout =
+      std::chrono::duration_cast<std::chrono::seconds>(http.header_timeout).count();
+  app.add_option("--http-max-connections", http.max_connections,
+                 "--http connections open at once, all clients together (default " +
+                     std::to_string(http.max_connections) + ")")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--http-max-connections-per-address", http.max_connections_per_address,
+                 "--http connections open at once from one client address (default " +
+                     std::to_string(http.max_connections_per_address) + ")")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--http-header-timeout", header_timeout,
+                 "seconds an --http request head may take to arrive whole, from the connection "
+                 "or the previous response (default " +
+                     std::to_string(header_timeout) + ")")
+      ->check(CLI::Range(1, 3600));
   CLI11_PARSE(app, argc, argv);
+  http.header_timeout = std::chrono::seconds(header_timeout);
   if (!policy.empty()) options.policy_file = policy;
   options.resolve_ttl = std::chrono::seconds(ttl);
   options.handle_signals = true;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "hub/server/fault_plan_json.hpp"
+#include "hub/server/guarded_server.hpp"
 #include "hub/server/server_context.hpp"
 #include "trust/json_bounds.hpp"
 
@@ -18,9 +19,15 @@ constexpr std::size_t kWorkerThreads = 32;
 
 bool is_test_path(const std::string& path) { return path.rfind(kTestPrefix, 0) == 0; }
 
+// Plain HTTP goes through the gate (guarded_server.hpp); HTTPS (tests of TLS clients) is
+// httplib's own SSLServer, which the gate cannot front.
 std::unique_ptr<httplib::Server> make_server(const ServerOptions& options) {
-  if (options.tls_cert.empty() && options.tls_key.empty())
-    return std::make_unique<httplib::Server>();
+  if (options.tls_cert.empty() && options.tls_key.empty()) {
+    HttpListenerLimits limits;
+    limits.head.max_body_bytes = trust::kRequestBodyJson.max_bytes;  // paths-info, fault plans
+    limits.workers = kWorkerThreads;
+    return std::make_unique<GuardedServer>(limits);
+  }
   return std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
 }
 
@@ -64,10 +71,14 @@ void register_test_routes(httplib::Server& server, ServerContext& ctx) {
 
 struct HubServer::Impl {
   explicit Impl(ServerOptions options)
-      : ctx(std::move(options)), owned(make_server(ctx.options)), server(*owned) {}
+      : ctx(std::move(options)),
+        owned(make_server(ctx.options)),
+        server(*owned),
+        guarded(dynamic_cast<GuardedServer*>(owned.get())) {}
   ServerContext ctx;
   std::unique_ptr<httplib::Server> owned;  // an SSLServer when a certificate is given
   httplib::Server& server;
+  GuardedServer* guarded;  // `owned`, unless it is the SSLServer
   std::thread thread;
   std::atomic<bool> in_listen{false};
   std::atomic<bool> listen_done{false};
@@ -80,11 +91,13 @@ struct HubServer::Impl {
                                                    ctx.options.tls_cert.string() + " and key " +
                                                    ctx.options.tls_key.string());
     }
-    server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
-    server.set_keep_alive_max_count(10000);
-    // Request bodies (paths-info, fault plans) are small JSON or forms: refuse more (413).
-    server.set_payload_max_length(trust::kRequestBodyJson.max_bytes);
-    server.set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive peers
+    if (!guarded) {
+      server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
+      server.set_keep_alive_max_count(10000);
+      // Request bodies (paths-info, fault plans) are small JSON or forms: refuse more (413).
+      server.set_payload_max_length(trust::kRequestBodyJson.max_bytes);
+      server.set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive peers
+    }
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_test_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
       auto failure = ctx.take_failure(req.path);
@@ -109,16 +122,22 @@ struct HubServer::Impl {
     register_file_routes(server, ctx);
     if (ctx.options.test_endpoints) register_test_routes(server, ctx);
 
-    const int port =
-        ctx.options.port == 0
-            ? server.bind_to_any_port(ctx.options.bind_host)
-            : (server.bind_to_port(ctx.options.bind_host, ctx.options.port) ? ctx.options.port
-                                                                            : -1);
-    if (port <= 0) {
-      return fail(ErrorCode::network,
-                  "cannot bind " + ctx.options.bind_host + ":" + std::to_string(ctx.options.port));
+    if (guarded) {
+      auto port = guarded->bind(ctx.options.bind_host, ctx.options.port);
+      if (!port) return fail(port.error());
+      ctx.port = *port;
+    } else {
+      const int port =
+          ctx.options.port == 0
+              ? server.bind_to_any_port(ctx.options.bind_host)
+              : (server.bind_to_port(ctx.options.bind_host, ctx.options.port) ? ctx.options.port
+                                                                              : -1);
+      if (port <= 0) {
+        return fail(ErrorCode::network, "cannot bind " + ctx.options.bind_host + ":" +
+                                            std::to_string(ctx.options.port));
+      }
+      ctx.port = port;
     }
-    ctx.port = port;
     bound = true;
     spdlog::debug("serving {} on {}", ctx.options.root.string(), ctx.base_url(httplib::Request{}));
     return ok();
@@ -127,7 +146,11 @@ struct HubServer::Impl {
   void listen() {
     // Dekker-style with stop(): either stop() sees in_listen, or we see stopping.
     in_listen = true;
-    if (!ctx.stopping) server.listen_after_bind();
+    if (guarded) {
+      if (auto served = guarded->serve(); !served) spdlog::error("{}", served.error().message);
+    } else if (!ctx.stopping) {
+      server.listen_after_bind();
+    }
     in_listen = false;
     listen_done = true;
   }
@@ -140,8 +163,11 @@ HubServer::~HubServer() { stop(); }
 Result<void> HubServer::start() {
   KH_TRY(impl_->bind());
   impl_->thread = std::thread([this] { impl_->listen(); });
-  // Return once httplib's accept loop runs, so a stop() right after start() is not missed.
-  while (!impl_->server.is_running() && !impl_->listen_done) std::this_thread::yield();
+  // Return once httplib's accept loop runs, so a stop() right after start() is not missed
+  // (the gate's shutdown() is never missed).
+  if (!impl_->guarded) {
+    while (!impl_->server.is_running() && !impl_->listen_done) std::this_thread::yield();
+  }
   return ok();
 }
 
@@ -153,9 +179,13 @@ Result<void> HubServer::run() {
 
 void HubServer::stop() {
   impl_->ctx.stopping = true;
-  // A listen that has not started its accept loop yet would miss stop(): wait for it.
-  while (impl_->in_listen && !impl_->server.is_running()) std::this_thread::yield();
-  impl_->server.stop();
+  if (impl_->guarded) {
+    impl_->guarded->shutdown();
+  } else {
+    // A listen that has not started its accept loop yet would miss stop(): wait for it.
+    while (impl_->in_listen && !impl_->server.is_running()) std::this_thread::yield();
+    impl_->server.stop();
+  }
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 

@@ -69,8 +69,11 @@ void register_error_handler(httplib::Server& server) {
         if (res.has_header("X-Error-Code") || res.has_header("X-Error-Message"))
           return httplib::Server::HandlerResponse::Unhandled;
         take_ranges(req);
-        send_error(res, res.status, res.status == 404 ? "RepoNotFound" : "BadRequest",
-                   "no such endpoint: " + req.method + " " + req.path);
+        const bool not_found = res.status == 404;
+        send_error(res, res.status, not_found ? "RepoNotFound" : "BadRequest",
+                   (not_found ? "no such endpoint: "
+                              : "request refused with HTTP " + std::to_string(res.status) + ": ") +
+                       req.method + " " + req.path);
         return httplib::Server::HandlerResponse::Handled;
       }));
 }
