@@ -261,13 +261,15 @@ Result<std::vector<ImportedRepo>> Importer::publish() {
   for (const auto& repo : manifest_.repos) {
     ImportedRepo imported{repo.repo, repo.commit, repo.variants, repo.files.size(), {}, {}};
     for (const auto& ref : repo.refs) {
+      // A bundle's vN is a claim, not an acceptance: refs/vN serves it offline until the Hub
+      // is asked, and only a fetch from the Hub writes the version state the rollback guard
+      // keeps. Where the Hub's vN was accepted, the ref stays at it.
       if (const auto version = trust::version_of_branch(ref)) {
         const auto state = cache_.read_version_state(repo.repo, *version);
         if (state && state->accepted != repo.commit) {
           imported.refs_kept.push_back(ref);
           continue;
         }
-        if (!state) KH_TRY(cache_.write_version_state(repo.repo, {*version, repo.commit, {}}));
       }
       KH_TRY(cache_.write_ref(repo.repo, ref, repo.commit));
       imported.refs_written.push_back(ref);

@@ -32,8 +32,9 @@ struct ImportedRepo {
   std::vector<std::string> variants;
   std::size_t files = 0;
   std::vector<std::string> refs_written;
-  // vN refs left where they were: the cache accepted another commit for vN before, and a
-  // bundle (offline, no history to check) never moves a version branch.
+  // vN refs left where they were: the cache accepted another commit for vN from the Hub,
+  // and a bundle (no history to check) never moves a version branch. An import never
+  // writes the accepted commit itself (the version state): only a fetch from the Hub does.
   std::vector<std::string> refs_kept;
 };
 

@@ -115,7 +115,8 @@ TEST_CASE("a bundle written from open files imports byte for byte", "[bundle]") 
   REQUIRE(imported->size() == 1);
   CHECK((*imported)[0].refs_written == std::vector<std::string>{"v1"});
   CHECK(cache.read_ref(kRepo, "v1") == kCommit);
-  CHECK(cache.read_version_state(kRepo, 1)->accepted == kCommit);
+  // A claim, not an acceptance: the rollback guard's state is only ever written by the Hub.
+  CHECK_FALSE(cache.read_version_state(kRepo, 1));
   for (const auto& [name, content] : variant.files) {
     const fs::path file = cache.snapshot_dir(kRepo, kCommit) / "build" / kVariant / name;
     CHECK(fs::is_symlink(file));
