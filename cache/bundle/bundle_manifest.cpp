@@ -121,6 +121,16 @@ Result<BundledRepo> parse_repo(const json& node, const std::string& where,
     if (!paths.insert(file->path).second) return bad(at, file->path + " is listed twice");
     out.files.push_back(std::move(*file));
   }
+  // A snapshot is a tree: a path that is also a folder of another could never be linked, and
+  // the import must fail here, before a blob is written, not half-way through its publish.
+  for (const auto& path : paths) {
+    for (auto slash = path.find('/'); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      if (paths.contains(path.substr(0, slash))) {
+        return bad(at, path.substr(0, slash) + " is listed as a file and as the folder of " + path);
+      }
+    }
+  }
   return out;
 }
 

@@ -53,7 +53,8 @@ std::string blob_entry_name(const trust::RepoId& repo, std::string_view etag);
 std::string to_json_text(const BundleManifest& manifest);
 // malformed_response (naming the member) for a manifest that is not this format, has an
 // unknown member, a bad repo id, commit, ref, variant, path, etag or digest, a file outside
-// its variants, a repo twice, or a path twice; too_large beyond `limits`.
+// its variants, a repo twice, a path twice, or a path that is also another's folder;
+// too_large beyond `limits`.
 Result<BundleManifest> parse_manifest(std::string_view text, const BundleLimits& limits = {});
 
 }  // namespace kernelhub::cache::bundle

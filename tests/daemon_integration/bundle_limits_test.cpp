@@ -1,11 +1,14 @@
 // Bundle imports into kernelhubd under pressure: a bundle of 1,500 blobs imports into a
-// daemon held to 256 descriptors (each streamed blob waits closed).
+// daemon held to 256 descriptors (each streamed blob waits closed), and an import whose
+// publish fails half-way (EIO injected by strace into its second snapshot link) leaves
+// nothing of itself in the shared cache while the daemon goes on serving.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
 
+#include "tests/daemon_integration/strace_tools.hpp"
 #include "tests/daemon_integration/workspace.hpp"
 #include "tests/support/bundle_builder.hpp"
 
@@ -18,6 +21,12 @@ namespace {
 const kernelhub::trust::RepoId kMany{"kernels-community", "many"};
 const std::string kManyFolder = "kernels--kernels-community--many";
 const std::string kCommit = "89abcdef0123456789abcdef0123456789abcdef";
+
+#if defined(__x86_64__)
+const std::string kSymlinkCall = "symlink";
+#else
+const std::string kSymlinkCall = "symlinkat";
+#endif
 
 CommandResult import_through(const Workspace& ws, const fs::path& bundle) {
   return run_command({kKernelhub, "bundle", "import", bundle.string(), "--json"},
@@ -76,6 +85,50 @@ TEST_CASE("kernelhubd imports a bundle of 1,500 blobs held to 256 descriptors",
                         kVariant;
   CHECK(slurp(seen / "m1499.py") == "x = 1499\n");
   CHECK(fd_count(pid) < 64);
+  WireClient client(ws.socket);
+  client.hello();
+  CHECK(client.status().value("type", "") == "status");
+}
+
+TEST_CASE("an import failing half-way through its publish leaves nothing, and the daemon serves on",
+          "[daemon][bundle][inject][strace]") {
+  REQUIRE(run_command({"/bin/sh", "-c", "command -v strace"}).exit_code == 0);  // fail, not skip
+  Workspace ws;
+  const fs::path bundle = ws.dir.path() / "three.tar.zst";
+  write_repo_bundle(bundle, kMany, kCommit, {"v1"}, {kVariant}, numbered_files(kVariant, 3));
+  DaemonProcess daemon(ws.config());
+  const fs::path prefix = ws.dir.path() / "calls";
+  {
+    // The second link of the snapshot fails: its blobs and first link are in place by then.
+    StraceAttach strace(daemon.child().pid(),
+                        {"-f", "-ff", "-y", "-o", prefix.string(), "-e", "trace=" + kSymlinkCall,
+                         "-e", "inject=" + kSymlinkCall + ":error=EIO:when=2"},
+                        ws.dir.path() / "strace.log");
+    const auto failed = import_through(ws, bundle);
+    INFO(failed.err);
+    CHECK(failed.exit_code != 0);
+    CHECK_THAT(failed.err,
+               Catch::Contains("kernelhub: io: ") && Catch::Contains("Input/output error"));
+    strace.detach();
+  }
+  std::vector<std::string> injected;
+  std::size_t links = 0;
+  for (const auto& call : read_traces(prefix)) {
+    if (call.line.find(ws.cache.string()) != std::string::npos) ++links;
+    if (call.injected) injected.push_back(call.line);
+  }
+  INFO(Catch::Detail::stringify(injected));
+  REQUIRE(injected.size() == 1);
+  CHECK(links == 2);  // the first link was made, the second failed: the fault came mid-publish
+  CHECK(injected.front().find(ws.cache.string()) != std::string::npos);
+  // Nothing of it: no blob, no snapshot, no ref (not even the repo folder the import made).
+  CHECK_FALSE(fs::exists(ws.cache / kManyFolder));
+
+  // Untraced, the same daemon imports it, and serves status.
+  const auto imported = import_through(ws, bundle);
+  INFO(imported.err << daemon.log());
+  CHECK(imported.exit_code == 0);
+  CHECK(slurp(ws.cache / kManyFolder / "refs" / "v1") == kCommit);
   WireClient client(ws.socket);
   client.hello();
   CHECK(client.status().value("type", "") == "status");
