@@ -71,23 +71,28 @@ Result<void> ImportTransaction::write_ref(const trust::RepoId& repo, const std::
   const fs::path refs = cache_.repo_dir(repo) / "refs";
   const fs::path path = refs / ref;
   note_missing_folders(path.parent_path(), refs);
-  RefBefore before{path, exists_no_follow(path), std::nullopt};
-  if (before.existed) before.content = trust::read_file_prefix(path, kMaxRefBytes);
-  refs_.push_back(std::move(before));
+  // What it held before this import, once (a ref the manifest names twice is restored to that).
+  if (std::none_of(refs_.begin(), refs_.end(),
+                   [&](const RefBefore& r) { return r.path == path; })) {
+    RefBefore before{path, exists_no_follow(path), std::nullopt};
+    if (before.existed) before.content = trust::read_file_prefix(path, kMaxRefBytes);
+    refs_.push_back(std::move(before));
+  }
   return cache_.write_ref(repo, ref, commit);
 }
 
 void ImportTransaction::roll_back() {
   if (done_) return;
   done_ = true;
-  for (auto it = refs_.rbegin(); it != refs_.rend(); ++it) {
-    if (!it->existed) {
-      ::unlink(it->path.c_str());
-    } else if (it->content) {
-      (void)write_file_atomic(it->path, *it->content);
+  // Each undo is of its own file, so any order will do; folders go last.
+  for (const auto& ref : refs_) {
+    if (!ref.existed) {
+      ::unlink(ref.path.c_str());
+    } else if (ref.content) {
+      (void)write_file_atomic(ref.path, *ref.content);
     }  // else: there was something it could not read; it never was replaced either
   }
-  for (auto it = files_.rbegin(); it != files_.rend(); ++it) ::unlink(it->c_str());
+  for (const auto& file : files_) ::unlink(file.c_str());
   // Deepest first: a folder's path is longer than its parent's. Only empty ones go (rmdir),
   // so whatever another process put there meanwhile stays.
   std::sort(folders_.begin(), folders_.end(), [](const fs::path& a, const fs::path& b) {

@@ -54,7 +54,9 @@ TEST_CASE("a bundle's vN is a claim: offline it serves, online the Hub's v1 wins
   TempDir dir;
   ::chmod(dir.path().c_str(), 0755);  // the bundle must be readable by uid 65534
   const fs::path cache = dir.path() / "cache";
-  const auto [bundle, forged] = forged_bundle(hub, dir.path());
+  const auto made = forged_bundle(hub, dir.path());
+  const fs::path bundle = made.first;
+  const std::string forged = made.second;
   const bool through_daemon = GENERATE(false, true);
   INFO((through_daemon ? "through kernelhubd" : "in-process"));
 

@@ -62,15 +62,11 @@ TEST_CASE("kernelhubd imports a bundle of 1,500 blobs held to 256 descriptors",
   DaemonConfig config = ws.config();
   // The daemon's cache on a tmpfs of its own mount namespace (1,500 fsyncs cost nothing
   // there), and at most 256 open files.
-  config.wrapper = {"/usr/bin/unshare",
-                    "--mount",
-                    "--propagation",
-                    "private",
-                    "/bin/sh",
-                    "-c",
-                    "mount -t tmpfs -o size=64m,mode=0755 tmpfs \"$0\" && "
-                    "exec /usr/bin/prlimit --nofile=256 \"$@\"",
-                    ws.cache.string()};
+  const std::string script =
+      "mount -t tmpfs -o size=64m,mode=0755 tmpfs \"$0\" && "
+      "exec /usr/bin/prlimit --nofile=256 \"$@\"";
+  config.wrapper = {"/usr/bin/unshare", "--mount", "--propagation", "private",
+                    "/bin/sh",          "-c",      script,          ws.cache.string()};
   DaemonProcess daemon(config);
   const pid_t pid = daemon_pid(ws.socket);
   REQUIRE(open_files_limit(pid) == "256");  // the limit is real
