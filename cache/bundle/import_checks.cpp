@@ -95,8 +95,8 @@ Result<void> check_free_space(const KernelCache& cache,
   if (needed <= available) return ok();
   return fail(ErrorCode::disk_full,
               "bundle: the cache " + cache.root().string() + " has " + format_size(available) +
-                  " free, and the bundle's " + std::to_string(new_blob_sizes.size()) +
-                  " blobs it lacks need " + format_size(needed) +
+                  " free; the blobs of the bundle it lacks (" +
+                  std::to_string(new_blob_sizes.size()) + ") need " + format_size(needed) +
                   "; free space on that file system (`kernelhub gc` removes what no ref uses) "
                   "or import into a cache with room (--cache-dir); nothing was imported");
 }
