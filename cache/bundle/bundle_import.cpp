@@ -177,21 +177,16 @@ Result<void> Importer::check_signature(std::size_t repo_index, const std::string
   const std::string etag = metadata ? metadata->file.etag : std::string();
   const std::string_view text = metadata ? std::string_view(metadata->bytes) : std::string_view();
   // Bound to each version the bundle claims for the commit (a fetch binds the requested one).
-  std::vector<std::optional<int>> versions;
+  std::vector<int> versions;
   for (const auto& ref : repo.refs) {
     if (const auto version = trust::version_of_branch(ref); version && *version <= 1'000'000) {
-      versions.emplace_back(static_cast<int>(*version));
+      versions.push_back(static_cast<int>(*version));
     }
   }
-  if (versions.empty()) versions.emplace_back(std::nullopt);
-  std::optional<std::string> receipt;
-  for (const auto& version : versions) {
-    auto verdict = options_.signature_check(repo.repo, version, variant, etag, text, bundle);
-    if (!verdict) return bad_archive(verdict.error().code, verdict.error().message);
-    if (verdict->warning) warnings_[repo_index].push_back(std::move(*verdict->warning));
-    receipt = std::move(verdict->receipt);
-  }
-  receipts_[repo_index].emplace_back(variant, std::move(*receipt));
+  auto verdict = options_.signature_check(repo.repo, versions, variant, etag, text, bundle);
+  if (!verdict) return bad_archive(verdict.error().code, verdict.error().message);
+  for (auto& warning : verdict->warnings) warnings_[repo_index].push_back(std::move(warning));
+  receipts_[repo_index].emplace_back(variant, std::move(verdict->receipt));
   return ok();
 }
 

@@ -28,15 +28,15 @@ namespace kernelhub::cache::bundle {
 
 // [signatures] at import: the verdict on one variant, given its metadata.json (blob etag and
 // bytes; empty when it has none) and its metadata.json.sigstore (nullopt when the bundle holds
-// none), for `version` (a vN the bundle claims for the commit; nullopt for none). An error
-// refuses the whole import (enforce); else the receipt to keep (JSON, as a fetch keeps it)
-// and a warning (warn mode) when the signature does not hold.
+// none), for each of `versions` (the vNs the bundle claims for the commit; none: no binding
+// to a version). An error refuses the whole import (enforce); else the receipt to keep (JSON,
+// as a fetch keeps it) and the warnings (warn mode) where the signature does not hold.
 struct SignatureVerdict {
   std::string receipt;
-  std::optional<std::string> warning;
+  std::vector<std::string> warnings;
 };
 using SignatureCheck = std::function<Result<SignatureVerdict>(
-    const trust::RepoId& repo, std::optional<int> version, const std::string& variant,
+    const trust::RepoId& repo, const std::vector<int>& versions, const std::string& variant,
     const std::string& metadata_etag, std::string_view metadata,
     const std::optional<std::string>& sigstore_bundle)>;
 

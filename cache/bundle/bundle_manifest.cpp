@@ -103,6 +103,10 @@ Result<BundledRepo> parse_repo(const json& node, const std::string& where,
   out.commit = std::move(*commit);
   auto refs = names(node, "refs", at);
   KH_TRY(refs);
+  if (refs->size() > limits.max_refs) {
+    return fail(ErrorCode::too_large, "bundle manifest: " + at + " claims more than " +
+                                          std::to_string(limits.max_refs) + " refs");
+  }
   out.refs = std::move(*refs);
   auto variants = names(node, "variants", at);
   KH_TRY(variants);

@@ -218,6 +218,12 @@ TEST_CASE("hostile bundles are refused with a typed error and nothing published"
          huge.repos[0].files[0].size = std::uint64_t{5} << 40;
          b.manifest(huge);
        }},
+      {"a manifest claiming more than 64 refs", ErrorCode::too_large,
+       [&](ArchiveBuilder& b) {
+         auto many = good;
+         for (int i = 0; i < 64; ++i) many.repos[0].refs.push_back("r" + std::to_string(i));
+         b.manifest(many);
+       }},
       {"no manifest first", ErrorCode::malformed_response,
        [&](ArchiveBuilder& b) { write_blobs(b, repo, variant); }},
       {"a manifest that is not one", ErrorCode::malformed_response,
