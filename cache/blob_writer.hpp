@@ -1,7 +1,8 @@
 // Writes one downloaded object into `blobs/` of a cache repo: bytes go to a process-unique
 // temp file (`<etag>.<8hex>.incomplete`) while being hashed (inline, or for large blobs by a
-// TrailingHasher thread); `finish()` checks size and digest and fsyncs; `commit()` renames
-// onto `blobs/<etag>` and fsyncs the directory (now, or once for many blobs).
+// TrailingHasher thread); `finish()` checks size and digest, fsyncs and closes the temp;
+// `commit()` renames it onto `blobs/<etag>` and fsyncs the directory (now, or once for many
+// blobs). A finished writer holds no descriptor, however many wait for their commit.
 // Until commit nothing is visible under the final name; the destructor removes the temp.
 #pragma once
 
@@ -57,7 +58,8 @@ class BlobWriter {
   // instead of trusting the incremental digest.
   void mark_resumed();
 
-  // Verifies size and digest, fsyncs. On mismatch: hash_mismatch / size_mismatch.
+  // Verifies size and digest, applies published_mode, fsyncs and closes the temp. On
+  // mismatch: hash_mismatch / size_mismatch.
   Result<void> finish();
   // sha256 (hex) of the content; valid after finish(). Used for metadata.json digests.
   const std::string& sha256_hex() const;

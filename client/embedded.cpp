@@ -11,6 +11,7 @@
 #include "cache/maintenance.hpp"
 #include "hub/http.hpp"
 #include "hub/hub_config.hpp"
+#include "hub/import_signatures.hpp"
 #include "hub/receipt_check.hpp"
 
 namespace kernelhub::client {
@@ -120,6 +121,9 @@ Result<nlohmann::json> EmbeddedBackend::import_bundle(int fd) const {
   cache::bundle::ImportOptions options;
   options.policy = std::move(*policy);
   options.trust_env = trust::TrustEnvironment::from(env_);
+  auto signatures = hub::import_signature_check(options.policy.signatures);
+  if (!signatures) return fail(signatures.error());
+  options.signature_check = std::move(*signatures);
   auto imported = cache::bundle::import_bundle(fd, cache_, options);
   if (!imported) return fail(imported.error());
   return cache::bundle::imported_json(*imported, cache_);

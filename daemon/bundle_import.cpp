@@ -1,14 +1,16 @@
 // `import` requests: a bundle published into kernelhubd's shared cache. Only peers the admin
 // policy names may ask (connection.cpp checks); here the descriptor is checked to be a
 // regular file (a pipe could stall a worker forever), the client's trust variables are
-// bounded by the policy as for a fetch, and the import runs beside downloads (never beside
-// verify or gc). Warm memos are dropped after, so the next fetch sees the new commits.
+// bounded by the policy as for a fetch, [signatures] is applied as to a download, and the
+// import runs beside downloads (never beside verify or gc). Warm memos are dropped after, so
+// the next fetch sees the new commits.
 #include <sys/stat.h>
 
 #include <spdlog/spdlog.h>
 
 #include "cache/bundle/bundle_import.hpp"
 #include "daemon/fetch_service.hpp"
+#include "hub/import_signatures.hpp"
 
 namespace kernelhub::daemon {
 
@@ -21,6 +23,9 @@ Result<nlohmann::json> FetchService::import_bundle(int fd,
   cache::bundle::ImportOptions options;
   options.policy = *policy();
   options.trust_env = client_trust(env);
+  auto signatures = hub::import_signature_check(options.policy.signatures);
+  if (!signatures) return fail(signatures.error());
+  options.signature_check = std::move(*signatures);
 
   std::shared_lock maintenance(maintenance_);
   cache::KernelCache cache(root_);
@@ -31,6 +36,7 @@ Result<nlohmann::json> FetchService::import_bundle(int fd,
   for (const auto& repo : *imported) {
     spdlog::info("imported {}@{} from a bundle ({} files)", repo.repo.str(), repo.commit,
                  repo.files);
+    for (const auto& warning : repo.signature_warnings) spdlog::warn("{}", warning);
   }
   return cache::bundle::imported_json(*imported, cache);
 }

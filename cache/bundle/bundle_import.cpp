@@ -2,10 +2,11 @@
 
 #include <map>
 #include <optional>
-#include <set>
 
-#include "cache/blob_writer.hpp"
 #include "cache/bundle/archive_handle.hpp"
+#include "cache/bundle/import_checks.hpp"
+#include "cache/bundle/import_entry.hpp"
+#include "cache/bundle/import_transaction.hpp"
 #include "cache/fs_util.hpp"
 #include "trust/kernel_dependency.hpp"
 #include "trust/metadata.hpp"
@@ -19,82 +20,32 @@ namespace fs = std::filesystem;
 constexpr std::size_t kChunk = 1u << 20;
 constexpr std::size_t kReadBlock = 64u << 10;  // libarchive's reads from the bundle fd
 
-Unexpected bad_archive(ErrorCode code, const std::string& why) {
-  return fail(code, "bundle: " + why + "; nothing was imported");
-}
+constexpr std::string_view kSignatureFile = "metadata.json.sigstore";
 
-// One blob of the manifest: where it goes and, once streamed, its verified temp file.
-struct PlannedBlob {
-  std::size_t repo = 0;
-  BundledFile file;         // the first file with this etag
-  bool keep_bytes = false;  // a metadata.json: kept in memory for the digest check
-  std::optional<BlobWriter> writer;
-  std::string bytes;
-};
-
-std::string describe_type(mode_t type) {
-  switch (type) {
-    case AE_IFLNK:
-      return "a symlink";
-    case AE_IFDIR:
-      return "a directory";
-    case AE_IFCHR:
-    case AE_IFBLK:
-      return "a device";
-    case AE_IFIFO:
-      return "a FIFO";
-    case AE_IFSOCK:
-      return "a socket";
-    default:
-      return "not a regular file";
-  }
-}
-
-Result<std::string> read_manifest_entry(archive* a, const BundleLimits& limits) {
-  archive_entry* entry = nullptr;
-  const int status = archive_read_next_header(a, &entry);
-  if (status != ARCHIVE_OK) {
-    return bad_archive(ErrorCode::malformed_response,
-                       "not a kernelhub bundle (.tar.zst): " + archive_error(a));
-  }
-  const char* name = archive_entry_pathname(entry);
-  if (name == nullptr || std::string_view(name) != kManifestName ||
-      archive_entry_filetype(entry) != AE_IFREG) {
-    return bad_archive(ErrorCode::malformed_response,
-                       "the first entry must be " + std::string(kManifestName));
-  }
-  if (!archive_entry_size_is_set(entry) || archive_entry_size(entry) < 0 ||
-      static_cast<std::uint64_t>(archive_entry_size(entry)) > limits.max_manifest_bytes) {
-    return bad_archive(
-        ErrorCode::too_large,
-        "the manifest is larger than " + std::to_string(limits.max_manifest_bytes >> 20) + " MiB");
-  }
-  std::string text(static_cast<std::size_t>(archive_entry_size(entry)), '\0');
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const la_ssize_t n = archive_read_data(a, text.data() + done, text.size() - done);
-    if (n < 0) return bad_archive(ErrorCode::malformed_response, archive_error(a));
-    if (n == 0) return bad_archive(ErrorCode::size_mismatch, "the manifest is truncated");
-    done += static_cast<std::size_t>(n);
-  }
-  return text;
+bool kept_in_memory(const std::string& path) {
+  return path.ends_with("/metadata.json") || path.ends_with("/" + std::string(kSignatureFile));
 }
 
 class Importer {
  public:
   Importer(const KernelCache& cache, const ImportOptions& options, BundleManifest manifest)
-      : cache_(cache), options_(options), manifest_(std::move(manifest)) {}
+      : cache_(cache), options_(options), manifest_(std::move(manifest)), tx_(cache) {}
   ~Importer() { remove_created_folders(); }
   Importer(const Importer&) = delete;
   Importer& operator=(const Importer&) = delete;
 
   Result<void> plan();
   Result<void> stream(archive* a);
-  Result<void> verify() const;
+  Result<void> verify();
   Result<std::vector<ImportedRepo>> publish();
 
  private:
+  Result<void> plan_blobs();
   Result<void> stream_entry(archive* a, archive_entry* entry, std::vector<char>& buffer);
+  // [signatures]: the check for build/<variant>/ of `repo`, its receipt kept for the publish.
+  Result<void> check_signature(std::size_t repo_index, const std::string& variant,
+                               const PlannedBlob* metadata);
+  const PlannedBlob* blob_at(const BundledRepo& repo, const std::string& path) const;
   void remove_created_folders();
 
   const KernelCache& cache_;
@@ -102,8 +53,39 @@ class Importer {
   BundleManifest manifest_;
   std::map<std::string, PlannedBlob> blobs_;  // by archive entry name
   std::vector<fs::path> created_;             // repo folders this import made (empty until publish)
+  // Per repo: (variant, receipt) to write, and the warnings of warn mode.
+  std::vector<std::vector<std::pair<std::string, std::string>>> receipts_;
+  std::vector<std::vector<std::string>> warnings_;
+  ImportTransaction tx_;  // a failed publish is taken back (remove_created_folders) first
   bool published_ = false;
 };
+
+Result<void> Importer::plan_blobs() {
+  std::vector<std::uint64_t> new_sizes;
+  for (std::size_t r = 0; r < manifest_.repos.size(); ++r) {
+    const auto& repo = manifest_.repos[r];
+    KH_TRY(check_snapshot_unchanged(cache_, repo));
+    for (const auto& file : repo.files) {
+      const std::string name = blob_entry_name(repo.repo, file.etag);
+      const bool keep = kept_in_memory(file.path);
+      auto [it, inserted] =
+          blobs_.try_emplace(name, PlannedBlob{r, file, keep, false, false, {}, {}});
+      if (!inserted) {
+        if (it->second.file.size != file.size || it->second.file.sha256 != file.sha256) {
+          return bad_archive(
+              ErrorCode::malformed_response,
+              repo.repo.str() + ": etag " + file.etag + " is declared with two different contents");
+        }
+        it->second.keep_bytes = it->second.keep_bytes || keep;
+        continue;
+      }
+      // A blob the cache holds intact is hashed on its way through, never written again.
+      it->second.in_cache = has_intact_blob(cache_, repo.repo, file);
+      if (!it->second.in_cache) new_sizes.push_back(file.size);
+    }
+  }
+  return check_free_space(cache_, new_sizes);
+}
 
 Result<void> Importer::plan() {
   // The publisher decision for every repo, before a byte of any blob is read.
@@ -114,27 +96,15 @@ Result<void> Importer::plan() {
                                      "; nothing was imported");
     }
   }
-  for (std::size_t r = 0; r < manifest_.repos.size(); ++r) {
-    const auto& repo = manifest_.repos[r];
-    for (const auto& file : repo.files) {
-      const std::string name = blob_entry_name(repo.repo, file.etag);
-      const bool is_metadata =
-          file.path.ends_with("/metadata.json") && file.size <= trust::kMaxMetadataBytes;
-      auto [it, inserted] = blobs_.try_emplace(name, PlannedBlob{r, file, is_metadata, {}, {}});
-      if (!inserted) {
-        if (it->second.file.size != file.size || it->second.file.sha256 != file.sha256) {
-          return bad_archive(
-              ErrorCode::malformed_response,
-              repo.repo.str() + ": etag " + file.etag + " is declared with two different contents");
-        }
-        it->second.keep_bytes = it->second.keep_bytes || is_metadata;
-      }
-    }
+  KH_TRY(plan_blobs());
+  for (const auto& repo : manifest_.repos) {
     const fs::path folder = cache_.repo_dir(repo.repo);
     std::error_code ec;
     if (!fs::exists(folder, ec)) created_.push_back(folder);
     KH_TRY(cache_.prepare_repo(repo.repo));
   }
+  receipts_.resize(manifest_.repos.size());
+  warnings_.resize(manifest_.repos.size());
   return ok();
 }
 
@@ -160,39 +130,15 @@ Result<void> Importer::stream_entry(archive* a, archive_entry* entry, std::vecto
                        "entry '" + shown + "' is not in the bundle's manifest");
   }
   PlannedBlob& blob = planned->second;
-  if (blob.writer) return bad_archive(ErrorCode::malformed_response, "entry '" + shown + "' twice");
+  if (blob.streamed)
+    return bad_archive(ErrorCode::malformed_response, "entry '" + shown + "' twice");
   if (!archive_entry_size_is_set(entry) || archive_entry_size(entry) < 0 ||
       static_cast<std::uint64_t>(archive_entry_size(entry)) != blob.file.size) {
     return bad_archive(ErrorCode::size_mismatch, "entry '" + shown + "' is not " +
                                                      std::to_string(blob.file.size) +
                                                      " bytes as the manifest says");
   }
-  const auto& repo = manifest_.repos[blob.repo].repo;
-  BlobWriterOptions writer_options;
-  writer_options.published_mode = cache_.published_blob_mode();
-  auto writer = BlobWriter::create(
-      cache_.blobs_dir(repo),
-      ExpectedBlob{blob.file.etag,
-                   blob.file.etag.size() == 64 ? DigestKind::sha256 : DigestKind::git_sha1,
-                   blob.file.size},
-      writer_options);
-  if (!writer) return fail(writer.error());
-  for (;;) {
-    const la_ssize_t n = archive_read_data(a, buffer.data(), buffer.size());
-    if (n < 0) return bad_archive(ErrorCode::malformed_response, shown + ": " + archive_error(a));
-    if (n == 0) break;
-    // The writer refuses bytes past the declared size (too_large): a bomb stops here.
-    KH_TRY(writer->write(buffer.data(), static_cast<std::size_t>(n)));
-    if (blob.keep_bytes) blob.bytes.append(buffer.data(), static_cast<std::size_t>(n));
-  }
-  if (auto finished = writer->finish(); !finished) {
-    return bad_archive(finished.error().code, shown + ": " + finished.error().message);
-  }
-  if (writer->sha256_hex() != blob.file.sha256) {
-    return bad_archive(ErrorCode::hash_mismatch, shown + " does not hash to the manifest's sha256");
-  }
-  blob.writer.emplace(std::move(*writer));
-  return ok();
+  return stream_blob(a, blob, shown, cache_, manifest_.repos[blob.repo].repo, buffer);
 }
 
 Result<void> Importer::stream(archive* a) {
@@ -207,30 +153,63 @@ Result<void> Importer::stream(archive* a) {
     KH_TRY(stream_entry(a, entry, buffer));
   }
   for (const auto& [name, blob] : blobs_) {
-    if (!blob.writer) {
+    if (!blob.streamed) {
       return bad_archive(ErrorCode::entry_not_found, "the archive lacks '" + name + "'");
     }
   }
   return ok();
 }
 
-Result<void> Importer::verify() const {
-  for (const auto& repo : manifest_.repos) {
+const PlannedBlob* Importer::blob_at(const BundledRepo& repo, const std::string& path) const {
+  for (const auto& file : repo.files) {
+    if (file.path == path) return &blobs_.at(blob_entry_name(repo.repo, file.etag));
+  }
+  return nullptr;
+}
+
+Result<void> Importer::check_signature(std::size_t repo_index, const std::string& variant,
+                                       const PlannedBlob* metadata) {
+  const auto& repo = manifest_.repos[repo_index];
+  const std::string prefix = "build/" + variant + "/";
+  const PlannedBlob* signature = blob_at(repo, prefix + std::string(kSignatureFile));
+  const std::optional<std::string> bundle =
+      signature ? std::optional<std::string>(signature->bytes) : std::nullopt;
+  const std::string etag = metadata ? metadata->file.etag : std::string();
+  const std::string_view text = metadata ? std::string_view(metadata->bytes) : std::string_view();
+  // Bound to each version the bundle claims for the commit (a fetch binds the requested one).
+  std::vector<int> versions;
+  for (const auto& ref : repo.refs) {
+    if (const auto version = trust::version_of_branch(ref); version && *version <= 1'000'000) {
+      versions.push_back(static_cast<int>(*version));
+    }
+  }
+  auto verdict = options_.signature_check(repo.repo, versions, variant, etag, text, bundle);
+  if (!verdict) return bad_archive(verdict.error().code, verdict.error().message);
+  for (auto& warning : verdict->warnings) warnings_[repo_index].push_back(std::move(warning));
+  receipts_[repo_index].emplace_back(variant, std::move(verdict->receipt));
+  return ok();
+}
+
+Result<void> Importer::verify() {
+  for (std::size_t r = 0; r < manifest_.repos.size(); ++r) {
+    const auto& repo = manifest_.repos[r];
     for (const auto& variant : repo.variants) {
       const std::string prefix = "build/" + variant + "/";
       std::map<std::string, std::string> actual;
-      const PlannedBlob* metadata = nullptr;
       for (const auto& file : repo.files) {
-        if (!file.path.starts_with(prefix)) continue;
-        actual[file.path.substr(prefix.size())] = file.sha256;
-        if (file.path == prefix + "metadata.json") {
-          metadata = &blobs_.at(blob_entry_name(repo.repo, file.etag));
-        }
+        if (file.path.starts_with(prefix)) actual[file.path.substr(prefix.size())] = file.sha256;
       }
       if (actual.empty()) {
         return bad_archive(ErrorCode::malformed_response,
                            repo.repo.str() + ": variant " + variant + " has no files");
       }
+      const PlannedBlob* metadata = blob_at(repo, prefix + "metadata.json");
+      if (metadata != nullptr && metadata->bytes.size() > trust::kMaxMetadataBytes) {
+        return bad_archive(ErrorCode::too_large,
+                           repo.repo.str() + " " + prefix + "metadata.json is larger than 1 MiB");
+      }
+      // The signature first, as a fetch does: metadata.json is parsed once it holds.
+      if (options_.signature_check) KH_TRY(check_signature(r, variant, metadata));
       if (metadata == nullptr) continue;  // builds before metadata.json: sizes and ids only
       auto parsed = trust::parse_kernel_metadata(metadata->bytes);
       if (!parsed) return bad_archive(parsed.error().code, prefix + parsed.error().message);
@@ -245,43 +224,59 @@ Result<void> Importer::verify() const {
 }
 
 Result<std::vector<ImportedRepo>> Importer::publish() {
-  std::vector<ImportedRepo> out;
   DirtyDirs dirty;
   for (auto& [name, blob] : blobs_) {
-    auto committed = blob.writer->commit(&dirty);
-    if (!committed) return fail(committed.error());
+    if (blob.writer) {
+      KH_TRY(
+          tx_.commit_blob(*blob.writer, cache_.blobs_dir(manifest_.repos[blob.repo].repo), dirty));
+    }
   }
-  published_ = true;  // blobs are in place: what follows only links them
+  // Receipts before the snapshot, as a fetch writes them: whatever is visible has its verdict.
+  for (std::size_t r = 0; r < manifest_.repos.size(); ++r) {
+    for (const auto& [variant, receipt] : receipts_[r]) {
+      KH_TRY(
+          tx_.write_receipt(manifest_.repos[r].repo, manifest_.repos[r].commit, variant, receipt));
+    }
+  }
   for (const auto& repo : manifest_.repos) {
     std::vector<SnapshotFile> links;
     for (const auto& file : repo.files) links.push_back({file.path, file.etag});
-    KH_TRY(cache_.link_snapshot(repo.repo, repo.commit, links, &dirty));
+    KH_TRY(tx_.link_snapshot(repo.repo, repo.commit, links, dirty));
   }
   KH_TRY(dirty.sync());
-  for (const auto& repo : manifest_.repos) {
-    ImportedRepo imported{repo.repo, repo.commit, repo.variants, repo.files.size(), {}, {}};
+  std::vector<ImportedRepo> out;
+  for (std::size_t r = 0; r < manifest_.repos.size(); ++r) {
+    const auto& repo = manifest_.repos[r];
+    ImportedRepo imported{repo.repo, repo.commit, repo.variants, repo.files.size(),
+                          {},        {},          warnings_[r]};
     for (const auto& ref : repo.refs) {
+      // A bundle's vN is a claim, not an acceptance: refs/vN serves it offline until the Hub
+      // is asked, and only a fetch from the Hub writes the version state the rollback guard
+      // keeps. Where the Hub's vN was accepted, the ref stays at it.
       if (const auto version = trust::version_of_branch(ref)) {
         const auto state = cache_.read_version_state(repo.repo, *version);
         if (state && state->accepted != repo.commit) {
           imported.refs_kept.push_back(ref);
           continue;
         }
-        if (!state) KH_TRY(cache_.write_version_state(repo.repo, {*version, repo.commit, {}}));
       }
-      KH_TRY(cache_.write_ref(repo.repo, ref, repo.commit));
+      KH_TRY(tx_.write_ref(repo.repo, ref, repo.commit));
       imported.refs_written.push_back(ref);
     }
     out.push_back(std::move(imported));
   }
+  tx_.done();
+  published_ = true;
   return out;
 }
 
 void Importer::remove_created_folders() {
   if (published_) return;
-  for (auto& [name, blob] : blobs_) blob.writer.reset();  // their temps go first
-  // Only empty folders go: a download (kernelhubd runs them beside an import) or another
+  // What a failed publish made goes first, then the temps of the blobs it did not commit.
+  // Then only empty folders go: a download (kernelhubd runs them beside an import) or another
   // process may have published into a folder this import created, and that stays.
+  tx_.roll_back();
+  for (auto& [name, blob] : blobs_) blob.writer.reset();
   for (const auto& folder : created_) {
     std::error_code ec;
     for (const char* sub : {"blobs", "refs", "snapshots"}) fs::remove(folder / sub, ec);
@@ -300,6 +295,7 @@ nlohmann::json imported_json(const std::vector<ImportedRepo>& repos, const Kerne
                    {"files", repo.files},
                    {"refs_written", repo.refs_written},
                    {"refs_kept", repo.refs_kept},
+                   {"signature_warnings", repo.signature_warnings},
                    {"snapshot", cache.snapshot_dir(repo.repo, repo.commit).string()}});
   }
   return out;

@@ -103,6 +103,10 @@ Result<BundledRepo> parse_repo(const json& node, const std::string& where,
   out.commit = std::move(*commit);
   auto refs = names(node, "refs", at);
   KH_TRY(refs);
+  if (refs->size() > limits.max_refs) {
+    return fail(ErrorCode::too_large, "bundle manifest: " + at + " claims more than " +
+                                          std::to_string(limits.max_refs) + " refs");
+  }
   out.refs = std::move(*refs);
   auto variants = names(node, "variants", at);
   KH_TRY(variants);
@@ -120,6 +124,16 @@ Result<BundledRepo> parse_repo(const json& node, const std::string& where,
     KH_TRY(file);
     if (!paths.insert(file->path).second) return bad(at, file->path + " is listed twice");
     out.files.push_back(std::move(*file));
+  }
+  // A snapshot is a tree: a path that is also a folder of another could never be linked, and
+  // the import must fail here, before a blob is written, not half-way through its publish.
+  for (const auto& path : paths) {
+    for (auto slash = path.find('/'); slash != std::string::npos;
+         slash = path.find('/', slash + 1)) {
+      if (paths.contains(path.substr(0, slash))) {
+        return bad(at, path.substr(0, slash) + " is listed as a file and as the folder of " + path);
+      }
+    }
   }
   return out;
 }

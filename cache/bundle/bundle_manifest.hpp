@@ -23,6 +23,8 @@ struct BundleLimits {
   std::size_t max_manifest_bytes = 16u << 20;
   std::size_t max_repos = 1024;
   std::size_t max_files = 100'000;
+  // Refs one repo may claim (each is a file written, and each vN a signature decision).
+  std::size_t max_refs = 64;
   // The most content one bundle may declare (and so write into the cache).
   std::uint64_t max_total_bytes = std::uint64_t{64} << 30;
 };
@@ -53,7 +55,8 @@ std::string blob_entry_name(const trust::RepoId& repo, std::string_view etag);
 std::string to_json_text(const BundleManifest& manifest);
 // malformed_response (naming the member) for a manifest that is not this format, has an
 // unknown member, a bad repo id, commit, ref, variant, path, etag or digest, a file outside
-// its variants, a repo twice, or a path twice; too_large beyond `limits`.
+// its variants, a repo twice, a path twice, or a path that is also another's folder;
+// too_large beyond `limits` (files, refs, repos, bytes).
 Result<BundleManifest> parse_manifest(std::string_view text, const BundleLimits& limits = {});
 
 }  // namespace kernelhub::cache::bundle

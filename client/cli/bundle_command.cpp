@@ -142,6 +142,9 @@ int run_import(const ImportArgs& args) {
                 << ref.get<std::string>() << " stays at the commit accepted before; the bundle's "
                 << repo["commit"].get<std::string>() << " is imported, reachable by its sha\n";
     }
+    for (const auto& warning : repo.value("signature_warnings", nlohmann::json::array())) {
+      std::cerr << "kernelhub: warning: " << warning.get<std::string>() << "\n";
+    }
   }
   if (args.json) {
     std::cout << imported->dump(2) << "\n";

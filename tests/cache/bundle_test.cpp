@@ -14,6 +14,7 @@
 
 #include "cache/bundle/bundle_import.hpp"
 #include "cache/bundle/bundle_writer.hpp"
+#include "tests/support/bundle_builder.hpp"
 #include "tests/support/process.hpp"
 #include "trust/digest.hpp"
 
@@ -21,6 +22,7 @@ namespace fs = std::filesystem;
 using namespace kernelhub;
 using namespace kernelhub::cache;
 using namespace kernelhub::cache::bundle;
+using kernelhub::testing::ArchiveBuilder;
 using kernelhub::testing::TempDir;
 
 namespace {
@@ -63,69 +65,12 @@ BundledRepo manifest_repo(const Variant& variant) {
   return repo;
 }
 
-// Writes a .tar.zst entry by entry, with any type, size or link a hostile archive may hold.
-class ArchiveBuilder {
- public:
-  explicit ArchiveBuilder(const fs::path& path) : a_(archive_write_new()) {
-    archive_write_add_filter_zstd(a_);
-    archive_write_set_format_pax_restricted(a_);
-    REQUIRE(archive_write_open_filename(a_, path.c_str()) == ARCHIVE_OK);
-  }
-  ~ArchiveBuilder() { archive_write_free(a_); }
-  ArchiveBuilder(const ArchiveBuilder&) = delete;
-  ArchiveBuilder& operator=(const ArchiveBuilder&) = delete;
-
-  void file(const std::string& name, const std::string& content,
-            std::optional<std::int64_t> declared = std::nullopt) {
-    entry(name, AE_IFREG, declared.value_or(static_cast<std::int64_t>(content.size())), content);
-  }
-  void zeros(const std::string& name, std::size_t size) {
-    entry(name, AE_IFREG, static_cast<std::int64_t>(size), {});
-    const std::string chunk(1 << 20, '\0');
-    for (std::size_t done = 0; done < size; done += chunk.size()) {
-      archive_write_data(a_, chunk.data(), std::min(chunk.size(), size - done));
-    }
-  }
-  void special(const std::string& name, unsigned type, const std::string& link = {}) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, name.c_str());
-    archive_entry_set_filetype(e, type);
-    archive_entry_set_perm(e, 0644);
-    if (type == AE_IFLNK) archive_entry_set_symlink(e, link.c_str());
-    archive_write_header(a_, e);
-    archive_entry_free(e);
-  }
-  void hardlink(const std::string& name, const std::string& target) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, name.c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_hardlink(e, target.c_str());
-    archive_entry_set_size(e, 0);
-    archive_write_header(a_, e);
-    archive_entry_free(e);
-  }
-  void manifest(const BundleManifest& m) { file(std::string(kManifestName), to_json_text(m)); }
-  void blobs(const BundledRepo& repo, const Variant& variant) {
-    for (const auto& f : repo.files) {
-      file(blob_entry_name(repo.repo, f.etag),
+void write_blobs(ArchiveBuilder& b, const BundledRepo& repo, const Variant& variant) {
+  for (const auto& f : repo.files) {
+    b.file(blob_entry_name(repo.repo, f.etag),
            variant.files.at(f.path.substr(("build/" + kVariant + "/").size())));
-    }
   }
-  void close() { archive_write_close(a_); }
-
- private:
-  void entry(const std::string& name, unsigned type, std::int64_t size, const std::string& data) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, name.c_str());
-    archive_entry_set_filetype(e, type);
-    archive_entry_set_perm(e, 0444);
-    archive_entry_set_size(e, size);
-    archive_write_header(a_, e);
-    if (!data.empty()) archive_write_data(a_, data.data(), data.size());
-    archive_entry_free(e);
-  }
-  archive* a_;
-};
+}
 
 Result<std::vector<ImportedRepo>> import_file(const fs::path& bundle, const KernelCache& cache,
                                               const ImportOptions& options = {}) {
@@ -170,7 +115,8 @@ TEST_CASE("a bundle written from open files imports byte for byte", "[bundle]") 
   REQUIRE(imported->size() == 1);
   CHECK((*imported)[0].refs_written == std::vector<std::string>{"v1"});
   CHECK(cache.read_ref(kRepo, "v1") == kCommit);
-  CHECK(cache.read_version_state(kRepo, 1)->accepted == kCommit);
+  // A claim, not an acceptance: the rollback guard's state is only ever written by the Hub.
+  CHECK_FALSE(cache.read_version_state(kRepo, 1));
   for (const auto& [name, content] : variant.files) {
     const fs::path file = cache.snapshot_dir(kRepo, kCommit) / "build" / kVariant / name;
     CHECK(fs::is_symlink(file));
@@ -239,7 +185,7 @@ TEST_CASE("hostile bundles are refused with a typed error and nothing published"
       {"a duplicate entry", ErrorCode::malformed_response,
        [&](ArchiveBuilder& b) {
          b.manifest(good);
-         b.blobs(repo, variant);
+         write_blobs(b, repo, variant);
          b.file(first_blob, variant.files.begin()->second);
        }},
       {"an entry not in the manifest", ErrorCode::malformed_response,
@@ -272,8 +218,14 @@ TEST_CASE("hostile bundles are refused with a typed error and nothing published"
          huge.repos[0].files[0].size = std::uint64_t{5} << 40;
          b.manifest(huge);
        }},
+      {"a manifest claiming more than 64 refs", ErrorCode::too_large,
+       [&](ArchiveBuilder& b) {
+         auto many = good;
+         for (int i = 0; i < 64; ++i) many.repos[0].refs.push_back("r" + std::to_string(i));
+         b.manifest(many);
+       }},
       {"no manifest first", ErrorCode::malformed_response,
-       [&](ArchiveBuilder& b) { b.blobs(repo, variant); }},
+       [&](ArchiveBuilder& b) { write_blobs(b, repo, variant); }},
       {"a manifest that is not one", ErrorCode::malformed_response,
        [&](ArchiveBuilder& b) { b.file(std::string(kManifestName), R"({"format":"zip"})"); }},
   };
@@ -299,7 +251,7 @@ TEST_CASE("hostile bundles are refused with a typed error and nothing published"
     {
       ArchiveBuilder builder(bundle);
       builder.manifest({{tampered_repo}});
-      builder.blobs(tampered_repo, tampered);
+      write_blobs(builder, tampered_repo, tampered);
       builder.close();
     }
     auto result = import_file(bundle, cache);
@@ -329,7 +281,7 @@ TEST_CASE("hostile bundles are refused with a typed error and nothing published"
     {
       ArchiveBuilder builder(bundle);
       builder.manifest(good);
-      builder.blobs(repo, variant);
+      write_blobs(builder, repo, variant);
       builder.close();
     }
     const std::string whole = testing::slurp(bundle);

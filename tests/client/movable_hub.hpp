@@ -22,8 +22,9 @@ struct MovableHub {
   std::filesystem::path store = dir.path() / "store";
   std::unique_ptr<FixtureHub> hub;
 
-  MovableHub() {
-    std::filesystem::copy(KH_FIXTURE_HUB, store, std::filesystem::copy_options::recursive);
+  // A copy of `from` (another MovableHub's store: a mirror of it at this moment).
+  explicit MovableHub(const std::filesystem::path& from = KH_FIXTURE_HUB) {
+    std::filesystem::copy(from, store, std::filesystem::copy_options::recursive);
     hub = std::make_unique<FixtureHub>(store);
   }
 

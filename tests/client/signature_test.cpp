@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "tests/client/movable_hub.hpp"
+#include "tests/client/test_signer.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub::testing;
@@ -25,62 +26,6 @@ namespace {
 
 const fs::path kReluSource = fs::path(KH_FIXTURE_HUB).parent_path() / "src" / "relu-v1";
 const fs::path kFolder = "kernels--kernels-community--relu";
-const std::string kSigner = std::string(KH_SOURCE_DIR) + "/tests/trust/sigstore/test_signer.py";
-
-std::string python() {
-  const char* python = std::getenv("KERNELHUB_PYTHON");
-  REQUIRE(python != nullptr);  // the test signer runs on the venv python; without it, fail
-  return python;
-}
-
-// A throw-away Sigstore instance and kernel trees signed by it.
-struct Signer {
-  TempDir dir;
-  fs::path keys = dir.path() / "keys";
-
-  Signer() {
-    const auto made = run_command({python(), kSigner, "init", keys.string()});
-    INFO(made.err);
-    REQUIRE(made.exit_code == 0);
-  }
-  // A copy of relu v1 whose variants' metadata.json are signed with `options` (test_signer
-  // sign flags); `after` may then change the tree.
-  fs::path signed_tree(const std::string& name,
-                       const std::vector<std::string>& options = {}) const {
-    fs::path tree = dir.path() / name;
-    fs::copy(kReluSource, tree, fs::copy_options::recursive);
-    for (const auto& variant : fs::directory_iterator(tree / "build")) {
-      std::vector<std::string> argv{python(),
-                                    kSigner,
-                                    "sign",
-                                    keys.string(),
-                                    (variant.path() / "metadata.json").string(),
-                                    (variant.path() / "metadata.json.sigstore").string()};
-      argv.insert(argv.end(), options.begin(), options.end());
-      const auto signing = run_command(argv);
-      INFO(signing.err);
-      REQUIRE(signing.exit_code == 0);
-    }
-    return tree;
-  }
-  // A signed tree whose metadata.json then changes (its digests still match the files).
-  fs::path tampered_tree(const std::string& name) const {
-    fs::path tree = signed_tree(name);
-    for (const auto& variant : fs::directory_iterator(tree / "build")) {
-      std::ofstream(variant.path() / "metadata.json", std::ios::app) << "\n";
-    }
-    return tree;
-  }
-  // An admin policy with `mode` against this instance's trusted root.
-  fs::path policy(const std::string& mode, const std::string& extra = "") const {
-    fs::path path = dir.path() / ("policy-" + mode + ".toml");
-    std::ofstream(path) << "[signatures]\nmode = \"" << mode << "\"\ntrusted_root = \""
-                        << (keys / "trusted_root.json").string() << "\"\n"
-                        << extra;
-    return path;
-  }
-};
-
 // Every build/<variant> of a tree, sorted: the CPU build, and the CUDA one where nvcc built it.
 std::vector<std::string> variants_of(const fs::path& tree) {
   std::vector<std::string> names;

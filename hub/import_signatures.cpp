@@ -1,0 +1,34 @@
+#include "hub/import_signatures.hpp"
+
+#include "hub/signature_gate.hpp"
+
+namespace kernelhub::hub {
+
+Result<cache::bundle::SignatureCheck> import_signature_check(
+    const trust::SignatureSettings& settings) {
+  if (settings.mode == trust::SignatureMode::off) return cache::bundle::SignatureCheck{};
+  auto verifier = SignatureVerifier::load(settings);
+  if (!verifier) return fail(verifier.error());
+  // Copies of both: the check must not depend on a policy kernelhubd may reload meanwhile.
+  return cache::bundle::SignatureCheck(
+      [settings, verifier = std::move(*verifier)](
+          const trust::RepoId& repo, const std::vector<int>& versions, const std::string& variant,
+          const std::string& metadata_etag, std::string_view metadata,
+          const std::optional<std::string>& sigstore_bundle)
+          -> Result<cache::bundle::SignatureVerdict> {
+        // Verified once; judged for each claimed version (the binding), or for none.
+        const SignatureReceipt receipt =
+            verifier.verify(variant, metadata_etag, metadata, sigstore_bundle);
+        std::vector<std::optional<int>> judged(versions.begin(), versions.end());
+        if (judged.empty()) judged.emplace_back(std::nullopt);
+        cache::bundle::SignatureVerdict out{receipt_to_json(receipt), {}};
+        for (const auto& version : judged) {
+          auto verdict = decide_signature(settings, repo, receipt, version);
+          if (!verdict) return fail(verdict.error());
+          if (*verdict) out.warnings.push_back(std::move(**verdict));
+        }
+        return out;
+      });
+}
+
+}  // namespace kernelhub::hub
