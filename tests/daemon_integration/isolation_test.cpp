@@ -41,8 +41,7 @@ std::string error_code(const kernelhub::proto::ReceivedFrame& frame) {
 TEST_CASE("another uid cannot write, rename, unlink or replace anything in the daemon cache",
           "[daemon][isolation]") {
   if (!can_switch_uid()) {
-    WARN("SKIPPED: needs root and setpriv to act as another uid");
-    return;
+    FAIL("needs root and setpriv to act as another uid (a test that cannot run fails)");
   }
   Workspace ws;
   DaemonProcess daemon(ws.config());
@@ -89,8 +88,7 @@ TEST_CASE("another uid cannot write, rename, unlink or replace anything in the d
 TEST_CASE("a uid the policy does not allow is refused even when the request claims uid 0",
           "[daemon][isolation]") {
   if (!can_switch_uid()) {
-    WARN("SKIPPED: needs root and setpriv to act as another uid");
-    return;
+    FAIL("needs root and setpriv to act as another uid (a test that cannot run fails)");
   }
   Workspace ws;
   const auto policy = ws.dir.path() / "policy.toml";
