@@ -7,7 +7,7 @@
 # leak, timeout or sanitizer report (the input is kept in build-fuzz/artifacts/).
 # Skips cleanly without clang.
 # Usage: scripts/fuzz.sh [seconds-per-harness] [harness...]
-#   seconds: $1, else FUZZ_SECONDS, else 20 (13 harnesses: about 5 minutes in all)
+#   seconds: $1, else FUZZ_SECONDS, else 20 (14 harnesses: about 5 minutes in all)
 #   KERNELHUB_FUZZ_BUILD: the build directory (default build-fuzz)
 set -euo pipefail
 
@@ -17,7 +17,7 @@ shift || true
 BUILD="${KERNELHUB_FUZZ_BUILD:-${ROOT}/build-fuzz}"
 ALL=(frame_decoder_fuzz hub_json_fuzz http_error_fuzz http_headers_fuzz metadata_fuzz
   kernel_status_fuzz policy_fuzz elf_symbols_fuzz serve_fuzz lockfile_fuzz bundle_import_fuzz
-  sigstore_bundle_fuzz local_hub_fuzz)
+  sigstore_bundle_fuzz local_hub_fuzz printable_fuzz)
 HARNESSES=("${@:-${ALL[@]}}")
 
 if ! command -v clang++ >/dev/null || ! command -v clang >/dev/null; then
