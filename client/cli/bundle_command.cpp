@@ -20,6 +20,7 @@
 #include "client/cli/progress_bar.hpp"
 #include "hub/hub_api.hpp"
 #include "trust/digest.hpp"
+#include "trust/printable.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -138,15 +139,19 @@ int run_import(const ImportArgs& args) {
   if (!imported) return report(imported.error());
   for (const auto& repo : *imported) {
     for (const auto& ref : repo["refs_kept"]) {
-      std::cerr << "kernelhub: warning: " << repo["repo"].get<std::string>() << " "
-                << ref.get<std::string>() << " stays at the commit accepted before; the bundle's "
-                << repo["commit"].get<std::string>() << " is imported, reachable by its sha\n";
+      std::cerr << "kernelhub: warning: " << trust::printable(repo["repo"].get<std::string>())
+                << " " << trust::printable(ref.get<std::string>())
+                << " stays at the commit accepted before; the bundle's "
+                << trust::printable(repo["commit"].get<std::string>())
+                << " is imported, reachable by its sha\n";
     }
   }
   if (args.json) {
     std::cout << imported->dump(2) << "\n";
   } else {
-    for (const auto& repo : *imported) std::cout << repo["snapshot"].get<std::string>() << "\n";
+    for (const auto& repo : *imported) {
+      std::cout << trust::printable(repo["snapshot"].get<std::string>()) << "\n";
+    }
   }
   return 0;
 }

@@ -12,6 +12,7 @@
 #include "client/cli/commands.hpp"
 #include "client/cli/exit_codes.hpp"
 #include "client/cli/format_units.hpp"
+#include "trust/printable.hpp"
 #include "trust/read_file.hpp"
 #include "trust/sigstore/bundle.hpp"
 #include "trust/sigstore/pinned_roots.hpp"
@@ -62,8 +63,9 @@ int run_verify_blob(const VerifyBlobArgs& args) {
     return 1;  // like cosign verify-blob and kernels verify-signature
   }
   const auto& sans = verified->identity.sans;
-  std::cout << "Verified OK: " << args.file << " signed by " << (sans.empty() ? "?" : sans[0])
-            << " at " << format_utc(verified->verified_times.front()) << "\n";
+  std::cout << "Verified OK: " << trust::printable(args.file) << " signed by "
+            << trust::printable(sans.empty() ? "?" : sans[0]) << " at "
+            << format_utc(verified->verified_times.front()) << "\n";
   return 0;
 }
 
