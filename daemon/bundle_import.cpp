@@ -3,20 +3,19 @@
 // regular file (a pipe could stall a worker forever), the client's trust variables are
 // bounded by the policy as for a fetch, and the import runs beside downloads (never beside
 // verify or gc). Warm memos are dropped after, so the next fetch sees the new commits.
-#include <sys/stat.h>
-
 #include <spdlog/spdlog.h>
 
 #include "cache/bundle/bundle_import.hpp"
 #include "daemon/fetch_service.hpp"
+#include "trust/read_file.hpp"
 
 namespace kernelhub::daemon {
 
 Result<nlohmann::json> FetchService::import_bundle(int fd,
                                                    const std::map<std::string, std::string>& env) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return fail(ErrorCode::invalid_request, "import needs the bundle as an open regular file");
+  if (auto regular = trust::require_regular_fd(fd, "the bundle"); !regular) {
+    return fail(ErrorCode::invalid_request,
+                "import needs the bundle as an open regular file: " + regular.error().message);
   }
   cache::bundle::ImportOptions options;
   options.policy = *policy();

@@ -15,14 +15,6 @@ namespace {
 
 std::string variant_prefix(const std::string& variant) { return "build/" + variant + "/"; }
 
-Result<std::string> read_small_file(const std::filesystem::path& path, std::size_t cap) {
-  auto content = trust::read_file_prefix(path, cap);
-  if (!content) return fail(ErrorCode::io, "cannot read " + path.string());
-  if (content->size() > cap)
-    return fail(ErrorCode::too_large, path.string() + " exceeds " + std::to_string(cap) + " bytes");
-  return std::move(*content);
-}
-
 }  // namespace
 
 FetchPlan::FetchPlan(const HubConfig& config, HttpClient& http, HubApi& api,
@@ -71,7 +63,7 @@ Result<std::string> FetchPlan::read_small(Planned& file) {
     return fail(ErrorCode::too_large, file.entry.path + " is " + std::to_string(file.entry.size) +
                                           " bytes, over the " + std::to_string(cap) + "-byte cap");
   }
-  if (!file.slot) return read_small_file(cache_.blobs_dir(repo_) / file.entry.etag(), cap);
+  if (!file.slot) return trust::read_small_file(cache_.blobs_dir(repo_) / file.entry.etag(), cap);
   Slot& slot = slots_[*file.slot];
   HttpRequest request;
   request.url = api_.resolve_url(repo_, commit_, file.entry.path);

@@ -10,6 +10,7 @@
 #include "trust/digest.hpp"
 #include "trust/json_bounds.hpp"
 #include "trust/metadata.hpp"
+#include "trust/policy.hpp"
 #include "trust/read_file.hpp"
 #include "trust/sigstore/bundle.hpp"
 #include "trust/sigstore/pinned_roots.hpp"
@@ -154,6 +155,20 @@ Result<SignatureVerifier> SignatureVerifier::load(const trust::SignatureSettings
   return verifier;
 }
 
+Result<void> check_signature_settings(const trust::SignatureSettings& settings) {
+  if (settings.mode == trust::SignatureMode::off) return ok();
+  auto verifier = SignatureVerifier::load(settings);
+  if (!verifier) return fail(verifier.error());
+  return ok();
+}
+
+Result<trust::AdminPolicy> load_checked_policy(const std::filesystem::path& path) {
+  auto policy = trust::load_policy_file(path);
+  if (!policy) return fail(policy.error());
+  KH_TRY(check_signature_settings(policy->signatures));
+  return policy;
+}
+
 SignatureReceipt SignatureVerifier::verify(std::string variant, std::string metadata_etag,
                                            std::string_view metadata_json,
                                            const std::optional<std::string>& bundle_json) const {
@@ -198,13 +213,14 @@ SignatureReceipt SignatureVerifier::verify_cached(const cache::KernelCache& cach
   std::error_code ec;
   const std::filesystem::path link = std::filesystem::read_symlink(dir / "metadata.json", ec);
   const std::string etag = ec ? std::string() : link.filename().string();
-  const auto text = trust::read_file_prefix(dir / "metadata.json", trust::kMaxMetadataBytes);
+  const auto text = trust::read_small_file(dir / "metadata.json", trust::kMaxMetadataBytes);
   std::optional<std::string> bundle;
   if (text) {
-    bundle =
-        trust::read_file_prefix(dir / std::string(kSignatureBundleFile), sigstore::kMaxBundleBytes);
+    auto read =
+        trust::read_small_file(dir / std::string(kSignatureBundleFile), sigstore::kMaxBundleBytes);
+    if (read) bundle = std::move(*read);
   }
-  return verify(variant, etag, text.value_or(""), bundle);
+  return verify(variant, etag, text ? std::string_view(*text) : std::string_view(), bundle);
 }
 
 Result<std::optional<std::string>> decide_signature(const trust::SignatureSettings& settings,

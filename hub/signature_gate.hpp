@@ -10,12 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "cache/kernel_cache.hpp"
+#include "trust/policy.hpp"
 #include "trust/repo_id.hpp"
 #include "trust/result.hpp"
 #include "trust/signature_settings.hpp"
@@ -66,6 +68,17 @@ class SignatureVerifier {
   std::shared_ptr<const trust::sigstore::TrustedRoot> root_;
   std::string root_id_;
 };
+
+// Whether the trusted root `settings` names can be used (nothing to check when the mode is
+// off): read (a regular file, within its bound) and parsed. ErrorCode::policy naming why.
+Result<void> check_signature_settings(const trust::SignatureSettings& settings);
+
+// The admin policy file (trust::load_policy_file) with the files it names checked now
+// (check_signature_settings): kernelhubd at start-up and at every reload, the CLI and the
+// embedded client when they load one. So a policy whose trusted root is a FIFO, too large
+// or not a root never comes into force, rather than failing (or, before, hanging) at a
+// fetch.
+Result<trust::AdminPolicy> load_checked_policy(const std::filesystem::path& path);
 
 // The verdict on `receipt` for `repo` requested as version `requested_version` (nullopt
 // for a revision): nullopt when it may be served silently (mode off, or it holds), a

@@ -4,12 +4,9 @@
 // one .tar.zst. `kernelhub bundle import FILE [--cache-dir D] [--policy P]`: verifies a
 // bundle and publishes it into kernelhubd's cache (the open file is passed over the socket)
 // or, without a daemon or with --cache-dir, into the user's cache.
-#include <fcntl.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
-#include <cstring>
 #include <iostream>
 #include <memory>
 
@@ -21,6 +18,7 @@
 #include "hub/hub_api.hpp"
 #include "trust/digest.hpp"
 #include "trust/printable.hpp"
+#include "trust/read_file.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -129,13 +127,12 @@ int run_create(const CreateArgs& args) {
 }
 
 int run_import(const ImportArgs& args) {
-  const UniqueFd fd(::open(args.file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    return report(Error{ErrorCode::io, "cannot open " + args.file + ": " + std::strerror(errno)});
-  }
+  // A FIFO or a device is refused before anything waits on it (here or in kernelhubd).
+  const auto fd = trust::open_regular_file(args.file);
+  if (!fd) return report(fd.error());
   auto client = open_client(args.client);
   if (!client) return report(client.error());
-  auto imported = client->import_bundle(fd.get());
+  auto imported = client->import_bundle(fd->get());
   if (!imported) return report(imported.error());
   for (const auto& repo : *imported) {
     for (const auto& ref : repo["refs_kept"]) {

@@ -37,14 +37,23 @@ struct VerifyBlobArgs {
 
 int run_verify_blob(const VerifyBlobArgs& args) {
   namespace sigstore = trust::sigstore;
-  const auto artifact = trust::read_file_prefix(args.file, kMaxArtifactBytes);
-  if (!artifact) return report({ErrorCode::invalid_argument, "cannot read " + args.file});
-  if (artifact->size() > kMaxArtifactBytes) {
-    return report({ErrorCode::too_large, args.file + " is larger than 64 MiB"});
+  const auto artifact = trust::read_small_file(args.file, kMaxArtifactBytes);
+  if (!artifact) {
+    return report({artifact.error().code == ErrorCode::io ? ErrorCode::invalid_argument
+                                                          : artifact.error().code,
+                   artifact.error().message});
   }
-  const auto bundle = trust::read_file_prefix(args.bundle, sigstore::kMaxBundleBytes);
-  if (!bundle)
-    return report({ErrorCode::signature_missing, "cannot read the bundle " + args.bundle});
+  const auto bundle = trust::read_small_file(args.bundle, sigstore::kMaxBundleBytes);
+  if (!bundle && bundle.error().code == ErrorCode::too_large) {
+    // A bundle over its bound is one that does not verify, as in a fetch ("bundle: ...").
+    report({ErrorCode::signature_invalid, "bundle: " + bundle.error().message});
+    return 1;
+  }
+  if (!bundle) {
+    return report(
+        {bundle.error().code == ErrorCode::io ? ErrorCode::signature_missing : bundle.error().code,
+         "cannot read the bundle: " + bundle.error().message});
+  }
   auto root = sigstore::load_trusted_root_setting(args.trusted_root);
   if (!root) return report(root.error());
   if (!args.identity && (!args.source_repository || args.build_signer_uris.empty())) {

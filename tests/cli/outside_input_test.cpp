@@ -1,5 +1,11 @@
-// The CLI against hostile outside input (issue 21): a lockfile's repo id holding ESC, NUL
-// and a newline reaches the terminal escaped. Each command runs with a timeout.
+// The CLI against outside input that is not what it claims to be (issue 21): a FIFO or a
+// device where a file is expected is refused at once, naming the path and what it is (a
+// FIFO's open used to wait for a writer forever); an oversized lockfile is reported with its
+// real size; a lockfile's hostile repo id reaches the terminal escaped. Each command runs
+// with a timeout, so a hang fails fast.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -32,6 +38,11 @@ CommandResult cli(const std::vector<std::string>& args, kernelhub::testing::EnvO
   return run_command(argv, env, kHang);
 }
 
+fs::path make_fifo(const fs::path& path) {
+  REQUIRE(::mkfifo(path.c_str(), 0644) == 0);
+  return path;
+}
+
 // The bytes of `text` below 0x20 other than the newline that ends each line, and DEL.
 std::size_t raw_controls(const std::string& text) {
   std::size_t n = 0;
@@ -42,7 +53,104 @@ std::size_t raw_controls(const std::string& text) {
   return n;
 }
 
+void check_refused_fifo(const CommandResult& result, const fs::path& fifo, int exit_code) {
+  INFO(result.err);
+  CHECK(result.exit_code == exit_code);
+  CHECK_THAT(result.err, Catch::Contains(fifo.string() + " is a FIFO, not a regular file"));
+}
+
 }  // namespace
+
+TEST_CASE("a FIFO given where a file is expected is refused at once, naming it", "[cli][files]") {
+  TempDir dir;
+  const fs::path fifo = make_fifo(dir.path() / "fifo");
+  const fs::path cache = dir.path() / "cache";
+  const std::vector<std::string> relu{"kernels-community/relu",
+                                      "--version",
+                                      "1",
+                                      "--backend",
+                                      "cpu",
+                                      "--cache-dir",
+                                      cache.string()};
+
+  SECTION("--lockfile") {
+    check_refused_fifo(
+        cli({"download", "--lockfile", fifo.string(), "--cache-dir", cache.string()}), fifo, 2);
+  }
+  SECTION("verify-blob FILE, --bundle and --trusted-root") {
+    const fs::path file = dir.path() / "file";
+    std::ofstream(file) << "{}";
+    const std::vector<std::string> signer{"--certificate-identity", "x",
+                                          "--certificate-oidc-issuer", "y"};
+    auto args = std::vector<std::string>{"verify-blob", fifo.string(), "--bundle", file.string()};
+    args.insert(args.end(), signer.begin(), signer.end());
+    check_refused_fifo(cli(args), fifo, 2);
+    args = {"verify-blob", file.string(), "--bundle", fifo.string()};
+    args.insert(args.end(), signer.begin(), signer.end());
+    check_refused_fifo(cli(args), fifo, 2);
+    args = {"verify-blob", file.string(),    "--bundle",
+            file.string(), "--trusted-root", fifo.string()};
+    args.insert(args.end(), signer.begin(), signer.end());
+    check_refused_fifo(cli(args), fifo, 2);
+  }
+  SECTION("bundle import FILE") {
+    check_refused_fifo(cli({"bundle", "import", fifo.string(), "--cache-dir", cache.string()}),
+                       fifo, 2);
+  }
+  SECTION("--policy, and the policy's [signatures] trusted_root") {
+    auto args = std::vector<std::string>{"download"};
+    args.insert(args.end(), relu.begin(), relu.end());
+    args.insert(args.end(), {"--policy", fifo.string()});
+    check_refused_fifo(cli(args), fifo, 2);
+    const fs::path policy = dir.path() / "policy.toml";
+    std::ofstream(policy) << "[signatures]\nmode = \"warn\"\ntrusted_root = \"" << fifo.string()
+                          << "\"\n";
+    args.back() = policy.string();
+    // Checked when the policy is loaded, before any fetch could need the root.
+    check_refused_fifo(cli(args), fifo, 2);
+  }
+  SECTION("a FIFO in the cache: a ref, a token file") {
+    const fs::path refs = cache / "kernels--kernels-community--relu" / "refs";
+    fs::create_directories(refs);
+    make_fifo(refs / "v1");
+    auto args = std::vector<std::string>{"download"};
+    args.insert(args.end(), relu.begin(), relu.end());
+    const auto offline = cli(args);
+    INFO(offline.err);
+    CHECK(offline.exit_code == 6);
+    CHECK_THAT(offline.err, Catch::Contains("offline_not_cached"));
+    const auto listed = cli({"ls", "--cache-dir", cache.string()});
+    CHECK(listed.exit_code == 0);
+    // HF_TOKEN_PATH is read whenever the Hub is asked: a FIFO there is no token.
+    const auto token = cli(args, {{"HF_TOKEN_PATH", fifo.string()}});
+    CHECK(token.exit_code == 6);
+  }
+}
+
+TEST_CASE("a device given where a file is expected is refused, not read", "[cli][files]") {
+  TempDir dir;
+  const auto zero =
+      cli({"download", "--lockfile", "/dev/zero", "--cache-dir", (dir.path() / "cache").string()});
+  INFO(zero.err);
+  CHECK_THAT(zero.err, Catch::Contains("/dev/zero is a character device, not a regular file"));
+  const auto blob = cli({"verify-blob", "/dev/zero", "--bundle", "/dev/null",
+                         "--certificate-identity", "x", "--certificate-oidc-issuer", "y"});
+  CHECK(blob.exit_code == 2);
+  CHECK_THAT(blob.err, Catch::Contains("/dev/zero is a character device"));
+}
+
+TEST_CASE("an oversized lockfile is reported with its real size and the limit", "[cli][files]") {
+  TempDir dir;
+  const fs::path lock = dir.path() / "kernels.lock";
+  std::ofstream(lock).flush();
+  fs::resize_file(lock, 5u << 20);  // sparse: nothing is written
+  const auto result =
+      cli({"download", "--lockfile", lock.string(), "--cache-dir", (dir.path() / "c").string()});
+  INFO(result.err);
+  CHECK(result.exit_code == 7);
+  CHECK_THAT(result.err, Catch::Contains(lock.string() + " is 5242880 bytes, more than the "
+                                                         "4194304-byte limit"));
+}
 
 TEST_CASE("a lockfile's repo id with ESC and NUL reaches the terminal escaped", "[cli][escape]") {
   TempDir dir;
