@@ -78,10 +78,25 @@ int run_verify_blob(const VerifyBlobArgs& args) {
   return 0;
 }
 
+// Its own table: a failed verification exits 1 as cosign's does; the other codes are the
+// CLI's (exit_code_for) for the errors this command can meet.
+std::string exit_codes() {
+  const auto code = [](ErrorCode c) { return std::to_string(exit_code_for(c)); };
+  return "Exit codes: 0 verified; 1 the bundle does not verify the file (the failed check is "
+         "named); " +
+         code(ErrorCode::invalid_argument) +
+         " bad arguments, or the file, the bundle or the trusted root cannot be used (not a "
+         "regular file, not a trusted root); " +
+         code(ErrorCode::signature_missing) + " the bundle cannot be opened; " +
+         code(ErrorCode::too_large) + " the file is over its size limit (64 MiB; a bundle over " +
+         "its 1 MiB does not verify: 1).";
+}
+
 void register_verify_blob(CLI::App& app, Action& action) {
   auto args = std::make_shared<VerifyBlobArgs>();
   auto* cmd = app.add_subcommand(
-      "verify-blob", "Verify a Sigstore bundle over a file, offline (exit 1 when it fails)");
+      "verify-blob", "Verify a Sigstore bundle over a file, offline (exit codes below)");
+  cmd->footer(exit_codes());
   cmd->add_option("file", args->file, "The signed file")->required();
   cmd->add_option("--bundle", args->bundle, "The Sigstore bundle (.sigstore, .sigstore.json)")
       ->required();

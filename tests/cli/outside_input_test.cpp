@@ -1,8 +1,8 @@
 // The CLI against outside input that is not what it claims to be (issue 21): a FIFO or a
 // device where a file is expected is refused at once, naming the path and what it is (a
 // FIFO's open used to wait for a writer forever); an oversized lockfile is reported with its
-// real size; a lockfile's hostile repo id reaches the terminal escaped. Each command runs
-// with a timeout, so a hang fails fast.
+// real size; a lockfile's hostile repo id reaches the terminal escaped; verify-blob's --help
+// says what its exit codes mean. Each command runs with a timeout, so a hang fails fast.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,4 +166,38 @@ TEST_CASE("a lockfile's repo id with ESC and NUL reaches the terminal escaped", 
   CHECK_THAT(result.err, Catch::Contains("re\\x1b[2J\\x1b]0;owned\\x07lu\\x00\\x0a<4>FORGED"));
   CHECK(raw_controls(result.err) == 0);
   CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+}
+
+TEST_CASE("verify-blob --help says what each exit code means, and they hold", "[cli][files]") {
+  const auto help = cli({"verify-blob", "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("exit 1 when it fails") == std::string::npos);
+  CHECK_THAT(help.out, Catch::Contains("0 verified") &&
+                           Catch::Contains("1 the bundle does not verify") &&
+                           Catch::Contains("2 bad arguments") &&
+                           Catch::Contains("3 the bundle cannot be opened") &&
+                           Catch::Contains("7 the file is over its size limit"));
+
+  TempDir dir;
+  const fs::path file = dir.path() / "file";
+  std::ofstream(file) << "{}";
+  const std::vector<std::string> signer{"--certificate-identity", "x", "--certificate-oidc-issuer",
+                                        "y"};
+  const auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "verify-blob");
+    args.insert(args.end(), signer.begin(), signer.end());
+    return cli(args);
+  };
+  CHECK(run({file.string(), "--bundle", file.string()}).exit_code == 1);  // not a bundle
+  CHECK(run({(dir.path() / "none").string(), "--bundle", file.string()}).exit_code == 2);
+  CHECK(run({file.string(), "--bundle", (dir.path() / "none").string()}).exit_code == 3);
+  const fs::path big = dir.path() / "big";
+  std::ofstream(big).flush();
+  fs::resize_file(big, 65u << 20);
+  const auto over = run({big.string(), "--bundle", file.string()});
+  CHECK(over.exit_code == 7);
+  CHECK_THAT(over.err, Catch::Contains("is 68157440 bytes, more than the 67108864-byte limit"));
+  const auto big_bundle = run({file.string(), "--bundle", big.string()});
+  CHECK(big_bundle.exit_code == 1);  // a bundle over its 1 MiB does not verify
+  CHECK_THAT(big_bundle.err, Catch::Contains("signature_invalid: bundle: "));
 }
