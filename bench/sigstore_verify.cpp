@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
   settings.trusted_root = argv[1];
   auto verifier = hub::SignatureVerifier::load(settings);
   if (!verifier) return 2;
-  const hub::SignatureReceipt receipt =
-      verifier->verify("torch215-cxx11-cpu-x86_64-linux", "etag", *artifact, *bundle);
+  const hub::SignatureReceipt receipt = verifier->verify(
+      "torch215-cxx11-cpu-x86_64-linux", "etag", *artifact, std::optional<std::string>(*bundle));
   const auto repo = *trust::RepoId::parse("kernels-community/relu");
   const double decide = median_ns(runs * 100, [&] {
     all_ok &= hub::decide_signature(settings, repo, receipt, std::nullopt).has_value();

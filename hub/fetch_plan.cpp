@@ -115,11 +115,16 @@ Result<void> FetchPlan::add_variant(const std::string& variant,
     text = std::move(*read);
   }
   if (signature_hook_) {
-    std::optional<std::string> bundle;
+    Result<std::optional<std::string>> bundle = std::optional<std::string>();
     if (bundle_index && metadata_index) {
       auto read = read_small(files_[*bundle_index]);
-      if (!read) return fail(read.error());
-      bundle = std::move(*read);
+      if (read) {
+        bundle = std::optional<std::string>(std::move(*read));
+      } else if (read.error().code == ErrorCode::too_large) {
+        bundle = fail(read.error());  // a verdict on the signature, not a failed fetch
+      } else {
+        return fail(read.error());
+      }
     }
     const std::string etag = metadata_index ? files_[*metadata_index].entry.etag() : "";
     KH_TRY(signature_hook_(variant, etag, text.value_or(""), bundle));

@@ -50,6 +50,12 @@ std::optional<SignatureReceipt> receipt_from_json(std::string_view text);
 // is parsed. ErrorCode::policy when the root cannot be read.
 Result<std::string> trusted_root_id(const trust::SignatureSettings& settings);
 
+// A variant's metadata.json.sigstore as found: nullopt when the variant has none, else its
+// bytes, or why they could not be had (over the size cap, not a regular file). That error
+// is a verdict, not a failed fetch: the receipt is invalid, so warn serves the variant with
+// a warning and enforce refuses it, as for any other bundle that does not hold.
+using BundleBytes = Result<std::optional<std::string>>;
+
 class SignatureVerifier {
  public:
   // The trusted root the settings name; ErrorCode::policy when it cannot be loaded.
@@ -57,8 +63,7 @@ class SignatureVerifier {
 
   // metadata.json is parsed (for the binding fields) only once its signature holds.
   SignatureReceipt verify(std::string variant, std::string metadata_etag,
-                          std::string_view metadata_json,
-                          const std::optional<std::string>& bundle_json) const;
+                          std::string_view metadata_json, const BundleBytes& bundle_json) const;
   // verify() over the cached snapshot's build/<variant>/metadata.json and its bundle (each
   // read within its bound); the etag is the blob the metadata.json link names.
   SignatureReceipt verify_cached(const cache::KernelCache& cache, const trust::RepoId& repo,
