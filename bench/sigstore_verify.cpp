@@ -40,9 +40,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s TRUSTED_ROOT BUNDLE ARTIFACT RUNS\n", argv[0]);
     return 2;
   }
-  const auto root_text = trust::read_file_prefix(argv[1], 1u << 20);
-  const auto bundle = trust::read_file_prefix(argv[2], 1u << 20);
-  const auto artifact = trust::read_file_prefix(argv[3], 64u << 20);
+  const auto root_text = trust::read_small_file(argv[1], 1u << 20);
+  const auto bundle = trust::read_small_file(argv[2], 1u << 20);
+  const auto artifact = trust::read_small_file(argv[3], 64u << 20);
   const int runs = std::atoi(argv[4]);
   if (!root_text || !bundle || !artifact || runs <= 0) return 2;
   auto root = sigstore::parse_trusted_root(*root_text);
@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
   settings.trusted_root = argv[1];
   auto verifier = hub::SignatureVerifier::load(settings);
   if (!verifier) return 2;
-  const hub::SignatureReceipt receipt =
-      verifier->verify("torch215-cxx11-cpu-x86_64-linux", "etag", *artifact, *bundle);
+  const hub::SignatureReceipt receipt = verifier->verify(
+      "torch215-cxx11-cpu-x86_64-linux", "etag", *artifact, std::optional<std::string>(*bundle));
   const auto repo = *trust::RepoId::parse("kernels-community/relu");
   const double decide = median_ns(runs * 100, [&] {
     all_ok &= hub::decide_signature(settings, repo, receipt, std::nullopt).has_value();

@@ -4,13 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 
 #include "cache/kernel_cache.hpp"
 #include "cache/repo_folder.hpp"
 #include "trust/digest.hpp"
+#include "trust/read_file.hpp"
 
 namespace kernelhub::cache {
 
@@ -44,9 +44,8 @@ std::map<std::string, std::vector<std::string>> read_refs(const fs::path& refs_d
     if (!it->is_regular_file(ec)) continue;
     const std::string name = it->path().lexically_relative(refs_dir).generic_string();
     if (name.find(".tmp") != std::string::npos) continue;  // an in-flight atomic write
-    std::ifstream in(it->path(), std::ios::binary);
-    std::string text;
-    std::getline(in, text);
+    auto read = trust::read_small_file(it->path(), 63);
+    std::string text = read ? read->substr(0, read->find('\n')) : std::string();
     if (trust::is_lower_hex(text, 40)) out[text].push_back(name);
   }
   return out;

@@ -51,7 +51,7 @@ Result<void> make_dirs(const fs::path& dir) {
 }
 
 std::optional<std::string> read_ref_file(const fs::path& path) {
-  auto read = trust::read_file_prefix(path, 63);
+  auto read = trust::read_small_file(path, 63);
   if (!read) return std::nullopt;
   std::string text = std::move(*read);
   // Other writers may add a newline; huggingface_hub itself does not.

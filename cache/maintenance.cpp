@@ -10,12 +10,12 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 
 #include "cache/fs_util.hpp"
 #include "cache/repo_folder.hpp"
 #include "trust/digest.hpp"
+#include "trust/read_file.hpp"
 #include "trust/unique_fd.hpp"
 
 namespace kernelhub::cache {
@@ -100,9 +100,8 @@ std::set<std::string> referenced_commits(const fs::path& refs_dir) {
   std::error_code ec;
   for (fs::recursive_directory_iterator it(refs_dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
-    std::ifstream in(it->path(), std::ios::binary);
-    std::string text;
-    std::getline(in, text);
+    auto read = trust::read_small_file(it->path(), 63);
+    std::string text = read ? read->substr(0, read->find('\n')) : std::string();
     while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.pop_back();
     if (trust::is_lower_hex(text, 40)) out.insert(text);
   }

@@ -45,7 +45,9 @@ std::optional<std::string> KernelCache::read_signature_receipt(const trust::Repo
     }
   }
   const fs::path path = signature_receipt_path(repo, commit, variant);
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO in its place opens without waiting, and fstat refuses it.
+  const UniqueFd fd(
+      ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   struct stat st {};
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !owned_and_private(st) ||
       st.st_size <= 0 || static_cast<std::size_t>(st.st_size) > kMaxReceiptBytes) {

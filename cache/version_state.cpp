@@ -24,7 +24,7 @@ fs::path state_dir(const KernelCache& cache, const trust::RepoId& repo) {
 }
 
 std::optional<VersionState> read_state_file(const fs::path& path, std::uint64_t version) {
-  const auto text = trust::read_file_prefix(path, kStateJson.max_bytes);
+  const auto text = trust::read_small_file(path, kStateJson.max_bytes);
   if (!text) return std::nullopt;
   auto doc = trust::parse_bounded_json(*text, kStateJson);
   if (!doc || !doc->is_object()) return std::nullopt;

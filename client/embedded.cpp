@@ -13,6 +13,7 @@
 #include "hub/hub_config.hpp"
 #include "hub/import_signatures.hpp"
 #include "hub/receipt_check.hpp"
+#include "hub/signature_gate.hpp"
 
 namespace kernelhub::client {
 
@@ -56,7 +57,7 @@ EmbeddedBackend::EmbeddedBackend(const trust::Environment& env, const ClientOpti
 
 Result<trust::AdminPolicy> EmbeddedBackend::load_policy() const {
   if (!policy_file_) return trust::AdminPolicy{};
-  return trust::load_policy_file(*policy_file_);
+  return hub::load_checked_policy(*policy_file_);
 }
 
 Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request,

@@ -11,14 +11,15 @@
 #include "cache/bundle/bundle_import.hpp"
 #include "daemon/fetch_service.hpp"
 #include "hub/import_signatures.hpp"
+#include "trust/read_file.hpp"
 
 namespace kernelhub::daemon {
 
 Result<nlohmann::json> FetchService::import_bundle(int fd,
                                                    const std::map<std::string, std::string>& env) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    return fail(ErrorCode::invalid_request, "import needs the bundle as an open regular file");
+  if (auto regular = trust::require_regular_fd(fd, "the bundle"); !regular) {
+    return fail(ErrorCode::invalid_request,
+                "import needs the bundle as an open regular file: " + regular.error().message);
   }
   cache::bundle::ImportOptions options;
   options.policy = *policy();

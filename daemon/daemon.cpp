@@ -26,6 +26,7 @@
 #include "daemon/fetch_service.hpp"
 #include "daemon/host_checks.hpp"
 #include "daemon/local_hub.hpp"
+#include "hub/signature_gate.hpp"
 #include "trust/policy.hpp"
 
 namespace kernelhub::daemon {
@@ -239,7 +240,7 @@ void Daemon::request_stop() {
 Result<void> Daemon::reload_policy() {
   const auto& file = impl_->options.policy_file;
   if (!file) return ok();
-  auto policy = trust::load_policy_file(*file);
+  auto policy = hub::load_checked_policy(*file);  // a bad one keeps the policy in force
   if (!policy) {
     spdlog::error("policy reload failed, keeping the previous policy: {}", policy.error().message);
     return fail(policy.error());
@@ -265,7 +266,7 @@ Result<void> Daemon::run() {
   if (!root_fd) return fail(root_fd.error());
   trust::AdminPolicy policy;
   if (o.policy_file) {
-    auto loaded = trust::load_policy_file(*o.policy_file);
+    auto loaded = hub::load_checked_policy(*o.policy_file);
     if (!loaded) return fail(loaded.error());
     policy = std::move(*loaded);
   }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include "trust/printable.hpp"
+
 namespace kernelhub::daemon {
 namespace {
 
@@ -19,6 +21,23 @@ class PriorityFlag final : public spdlog::custom_flag_formatter {
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<PriorityFlag>();
+  }
+};
+
+// "%v" escaped: a message carries a client's repo id or revision, a Hub's file name or error
+// text. Escaped here, at the one sink, no call site can forget it; cut short, so that no
+// line reaches journald's LineMax (48 KiB), past which it would split the rest into an
+// entry of its own.
+class EscapedPayload final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    const std::string text =
+        trust::printable(std::string_view(msg.payload.data(), msg.payload.size()), kMaxLogPayload);
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<EscapedPayload>();
   }
 };
 
@@ -55,6 +74,7 @@ LogTarget log_target(int stderr_fd, const char* journal_stream) {
 
 std::unique_ptr<spdlog::formatter> make_log_formatter(LogTarget target) {
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<EscapedPayload>('v');
   switch (target) {
     case LogTarget::terminal:
       formatter->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");

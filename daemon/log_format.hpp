@@ -2,15 +2,19 @@
 // systemd (stderr is the journal: JOURNAL_STREAM names it) each line starts with the
 // syslog priority as "<N>", which journald turns into the entry's PRIORITY, so
 // `journalctl -u kernelhubd -p warning` shows refusals and upstream errors only. Elsewhere
-// (a file, a pipe): "level: message".
+// (a file, a pipe): "level: message". In every target the message is escaped
+// (trust::printable) and cut at kMaxLogPayload bytes: one call, one line, one entry.
 #pragma once
 
 #include <spdlog/pattern_formatter.h>
 
+#include <cstddef>
 #include <memory>
 #include <string_view>
 
 namespace kernelhub::daemon {
+
+inline constexpr std::size_t kMaxLogPayload = 8192;
 
 enum class LogTarget { terminal, journal, plain };
 

@@ -2,7 +2,6 @@
 // from refs/, the variant from snapshots/<sha>/build/, and completeness proven by hashing
 // every file against the variant's metadata.json digests.
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <system_error>
@@ -10,6 +9,7 @@
 #include "hub/fetcher.hpp"
 #include "trust/digest.hpp"
 #include "trust/metadata.hpp"
+#include "trust/read_file.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -83,9 +83,9 @@ Result<void> verify_cached_variant(const fs::path& snapshot, const std::string& 
     return f.path == prefix + "metadata.json";
   });
   if (metadata_file == files.end()) return ok();  // nothing to check against, as `kernels` does
-  std::ifstream in(snapshot / metadata_file->path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto metadata = trust::parse_kernel_metadata(text);
+  auto text = trust::read_small_file(snapshot / metadata_file->path, trust::kMaxMetadataBytes);
+  if (!text) return fail(text.error().code, metadata_file->path + ": " + text.error().message);
+  auto metadata = trust::parse_kernel_metadata(*text);
   if (!metadata)
     return fail(metadata.error().code, metadata_file->path + ": " + metadata.error().message);
   std::map<std::string, std::string> actual;

@@ -15,14 +15,6 @@ namespace {
 
 std::string variant_prefix(const std::string& variant) { return "build/" + variant + "/"; }
 
-Result<std::string> read_small_file(const std::filesystem::path& path, std::size_t cap) {
-  auto content = trust::read_file_prefix(path, cap);
-  if (!content) return fail(ErrorCode::io, "cannot read " + path.string());
-  if (content->size() > cap)
-    return fail(ErrorCode::too_large, path.string() + " exceeds " + std::to_string(cap) + " bytes");
-  return std::move(*content);
-}
-
 }  // namespace
 
 FetchPlan::FetchPlan(const HubConfig& config, HttpClient& http, HubApi& api,
@@ -71,7 +63,7 @@ Result<std::string> FetchPlan::read_small(Planned& file) {
     return fail(ErrorCode::too_large, file.entry.path + " is " + std::to_string(file.entry.size) +
                                           " bytes, over the " + std::to_string(cap) + "-byte cap");
   }
-  if (!file.slot) return read_small_file(cache_.blobs_dir(repo_) / file.entry.etag(), cap);
+  if (!file.slot) return trust::read_small_file(cache_.blobs_dir(repo_) / file.entry.etag(), cap);
   Slot& slot = slots_[*file.slot];
   auto url = api_.resolve_url(repo_, commit_, file.entry.path);
   if (!url) return fail(url.error());
@@ -125,11 +117,16 @@ Result<void> FetchPlan::add_variant(const std::string& variant,
     text = std::move(*read);
   }
   if (signature_hook_) {
-    std::optional<std::string> bundle;
+    Result<std::optional<std::string>> bundle = std::optional<std::string>();
     if (bundle_index && metadata_index) {
       auto read = read_small(files_[*bundle_index]);
-      if (!read) return fail(read.error());
-      bundle = std::move(*read);
+      if (read) {
+        bundle = std::optional<std::string>(std::move(*read));
+      } else if (read.error().code == ErrorCode::too_large) {
+        bundle = fail(read.error());  // a verdict on the signature, not a failed fetch
+      } else {
+        return fail(read.error());
+      }
     }
     const std::string etag = metadata_index ? files_[*metadata_index].entry.etag() : "";
     KH_TRY(signature_hook_(variant, etag, text.value_or(""), bundle));

@@ -24,10 +24,11 @@ class FetchPlan {
             trust::RepoId repo, std::string commit);
 
   // Called with each variant's metadata.json (etag, bytes; empty when the variant has none)
-  // and its metadata.json.sigstore before metadata.json is parsed; an error stops the plan.
+  // and its metadata.json.sigstore (hub::BundleBytes: none, its bytes, or too_large) before
+  // metadata.json is parsed; an error stops the plan.
   using SignatureHook = std::function<Result<void>(
       const std::string& variant, const std::string& metadata_etag, std::string_view metadata,
-      const std::optional<std::string>& bundle)>;
+      const Result<std::optional<std::string>>& bundle)>;
   void set_signature_hook(SignatureHook hook) { signature_hook_ = std::move(hook); }
 
   // Adds the files of build/<variant>/ (a recursive tree listing). metadata.json, if

@@ -240,12 +240,11 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   if (policy_.signatures.mode != trust::SignatureMode::off) {
     auto verifier = signature_verifier();
     if (!verifier) return fail(verifier.error());
-    plan.set_signature_hook([&, verifier = *verifier](const std::string& variant,
-                                                      const std::string& etag,
-                                                      std::string_view metadata,
-                                                      const std::optional<std::string>& bundle) {
-      return admit_signature(request, verifier->verify(variant, etag, metadata, bundle));
-    });
+    plan.set_signature_hook(
+        [&, verifier = *verifier](const std::string& variant, const std::string& etag,
+                                  std::string_view metadata, const BundleBytes& bundle) {
+          return admit_signature(request, verifier->verify(variant, etag, metadata, bundle));
+        });
   }
   for (const auto& variant : *variants) {
     auto files = api_.list_tree(request.repo, *commit, "build/" + variant, true);

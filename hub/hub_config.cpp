@@ -4,8 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "trust/read_file.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -50,11 +50,9 @@ std::string trim(std::string text) {
 }
 
 std::optional<std::string> read_token_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string token = trim(buffer.str());
+  auto text = trust::read_small_file(path, 64u << 10);  // a token is ~40 bytes
+  if (!text) return std::nullopt;
+  std::string token = trim(std::move(*text));
   if (token.empty()) return std::nullopt;
   return token;
 }

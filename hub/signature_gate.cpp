@@ -10,6 +10,7 @@
 #include "trust/digest.hpp"
 #include "trust/json_bounds.hpp"
 #include "trust/metadata.hpp"
+#include "trust/policy.hpp"
 #include "trust/read_file.hpp"
 #include "trust/sigstore/bundle.hpp"
 #include "trust/sigstore/pinned_roots.hpp"
@@ -154,14 +155,33 @@ Result<SignatureVerifier> SignatureVerifier::load(const trust::SignatureSettings
   return verifier;
 }
 
+Result<void> check_signature_settings(const trust::SignatureSettings& settings) {
+  if (settings.mode == trust::SignatureMode::off) return ok();
+  auto verifier = SignatureVerifier::load(settings);
+  if (!verifier) return fail(verifier.error());
+  return ok();
+}
+
+Result<trust::AdminPolicy> load_checked_policy(const std::filesystem::path& path) {
+  auto policy = trust::load_policy_file(path);
+  if (!policy) return fail(policy.error());
+  KH_TRY(check_signature_settings(policy->signatures));
+  return policy;
+}
+
 SignatureReceipt SignatureVerifier::verify(std::string variant, std::string metadata_etag,
                                            std::string_view metadata_json,
-                                           const std::optional<std::string>& bundle_json) const {
+                                           const BundleBytes& bundle_json) const {
   SignatureReceipt receipt;
   receipt.variant = std::move(variant);
   receipt.metadata_etag = std::move(metadata_etag);
   receipt.root_id = root_id_;
   if (!bundle_json) {
+    receipt.status = Status::invalid;
+    receipt.failure = "bundle: " + bundle_json.error().message;
+    return receipt;
+  }
+  if (!*bundle_json) {
     receipt.status = Status::missing;
     receipt.failure = "signature: the variant has no metadata.json.sigstore";
     return receipt;
@@ -169,7 +189,8 @@ SignatureReceipt SignatureVerifier::verify(std::string variant, std::string meta
   // The identity is recorded, not judged here: decide_signature applies the policy in force
   // at each hand-out.
   const trust::IdentityPolicy any_signer;
-  auto verified = sigstore::verify_artifact_bundle(metadata_json, *bundle_json, *root_, any_signer);
+  auto verified =
+      sigstore::verify_artifact_bundle(metadata_json, **bundle_json, *root_, any_signer);
   if (!verified) {
     receipt.status = Status::invalid;
     receipt.failure = verified.error().message;
@@ -198,13 +219,18 @@ SignatureReceipt SignatureVerifier::verify_cached(const cache::KernelCache& cach
   std::error_code ec;
   const std::filesystem::path link = std::filesystem::read_symlink(dir / "metadata.json", ec);
   const std::string etag = ec ? std::string() : link.filename().string();
-  const auto text = trust::read_file_prefix(dir / "metadata.json", trust::kMaxMetadataBytes);
-  std::optional<std::string> bundle;
+  const auto text = trust::read_small_file(dir / "metadata.json", trust::kMaxMetadataBytes);
+  BundleBytes bundle = std::optional<std::string>();
   if (text) {
-    bundle =
-        trust::read_file_prefix(dir / std::string(kSignatureBundleFile), sigstore::kMaxBundleBytes);
+    auto read =
+        trust::read_small_file(dir / std::string(kSignatureBundleFile), sigstore::kMaxBundleBytes);
+    if (read) {
+      bundle = std::optional<std::string>(std::move(*read));
+    } else if (read.error().code != ErrorCode::io) {  // there, but over the cap or no file
+      bundle = fail(read.error());
+    }
   }
-  return verify(variant, etag, text.value_or(""), bundle);
+  return verify(variant, etag, text ? std::string_view(*text) : std::string_view(), bundle);
 }
 
 Result<std::optional<std::string>> decide_signature(const trust::SignatureSettings& settings,

@@ -10,12 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "cache/kernel_cache.hpp"
+#include "trust/policy.hpp"
 #include "trust/repo_id.hpp"
 #include "trust/result.hpp"
 #include "trust/signature_settings.hpp"
@@ -48,6 +50,12 @@ std::optional<SignatureReceipt> receipt_from_json(std::string_view text);
 // is parsed. ErrorCode::policy when the root cannot be read.
 Result<std::string> trusted_root_id(const trust::SignatureSettings& settings);
 
+// A variant's metadata.json.sigstore as found: nullopt when the variant has none, else its
+// bytes, or why they could not be had (over the size cap, not a regular file). That error
+// is a verdict, not a failed fetch: the receipt is invalid, so warn serves the variant with
+// a warning and enforce refuses it, as for any other bundle that does not hold.
+using BundleBytes = Result<std::optional<std::string>>;
+
 class SignatureVerifier {
  public:
   // The trusted root the settings name; ErrorCode::policy when it cannot be loaded.
@@ -55,8 +63,7 @@ class SignatureVerifier {
 
   // metadata.json is parsed (for the binding fields) only once its signature holds.
   SignatureReceipt verify(std::string variant, std::string metadata_etag,
-                          std::string_view metadata_json,
-                          const std::optional<std::string>& bundle_json) const;
+                          std::string_view metadata_json, const BundleBytes& bundle_json) const;
   // verify() over the cached snapshot's build/<variant>/metadata.json and its bundle (each
   // read within its bound); the etag is the blob the metadata.json link names.
   SignatureReceipt verify_cached(const cache::KernelCache& cache, const trust::RepoId& repo,
@@ -66,6 +73,17 @@ class SignatureVerifier {
   std::shared_ptr<const trust::sigstore::TrustedRoot> root_;
   std::string root_id_;
 };
+
+// Whether the trusted root `settings` names can be used (nothing to check when the mode is
+// off): read (a regular file, within its bound) and parsed. ErrorCode::policy naming why.
+Result<void> check_signature_settings(const trust::SignatureSettings& settings);
+
+// The admin policy file (trust::load_policy_file) with the files it names checked now
+// (check_signature_settings): kernelhubd at start-up and at every reload, the CLI and the
+// embedded client when they load one. So a policy whose trusted root is a FIFO, too large
+// or not a root never comes into force, rather than failing (or, before, hanging) at a
+// fetch.
+Result<trust::AdminPolicy> load_checked_policy(const std::filesystem::path& path);
 
 // The verdict on `receipt` for `repo` requested as version `requested_version` (nullopt
 // for a revision): nullopt when it may be served silently (mode off, or it holds), a

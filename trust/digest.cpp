@@ -10,6 +10,8 @@
 #include <cstring>
 #include <new>
 
+#include "trust/read_file.hpp"
+
 namespace kernelhub::trust {
 
 void EvpHasher::Free::operator()(evp_md_ctx_st* ctx) const noexcept { EVP_MD_CTX_free(ctx); }
@@ -186,11 +188,11 @@ Result<std::uint64_t> read_all(int fd, const std::string& what, Sink&& sink) {
   }
 }
 
+// A regular file only: hashing a FIFO would wait for a writer, /dev/zero would never end.
 Result<int> open_read(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fail(ErrorCode::io, "cannot open " + path.string() + ": " + std::strerror(errno));
-  return fd;
+  auto fd = open_regular_file(path);
+  if (!fd) return fail(fd.error());
+  return fd->release();
 }
 
 }  // namespace

@@ -165,8 +165,8 @@ Result<Lockfile> parse_lockfile(std::string_view text) {
 }
 
 Result<Lockfile> read_lockfile(const std::string& path) {
-  auto text = read_file_prefix(path, kMaxLockfileBytes);
-  if (!text) return fail(ErrorCode::io, "cannot read lockfile " + path);
+  auto text = read_small_file(path, kMaxLockfileBytes);
+  if (!text) return fail(text.error().code, "cannot read the lockfile: " + text.error().message);
   auto lock = parse_lockfile(*text);
   if (!lock) return fail(lock.error().code, path + ": " + lock.error().message);
   return lock;

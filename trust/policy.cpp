@@ -287,8 +287,8 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
 }
 
 Result<AdminPolicy> load_policy_file(const std::filesystem::path& path) {
-  auto text = read_file_prefix(path, kPolicyToml.max_bytes);
-  if (!text) return fail(ErrorCode::policy, "cannot read policy file " + path.string());
+  auto text = read_small_file(path, kPolicyToml.max_bytes);
+  if (!text) return fail(ErrorCode::policy, "cannot read the policy file: " + text.error().message);
   return parse_policy(*text, path.string());
 }
 

@@ -18,12 +18,12 @@ Unexpected invalid(const std::string& source, const std::string& why) {
   return fail(ErrorCode::invalid_argument, source + ": " + why);
 }
 
-Result<std::optional<std::string>> read_small_file(const std::filesystem::path& path) {
+Result<std::optional<std::string>> read_manifest_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::optional<std::string>{};
-  auto text = read_file_prefix(path, kProjectToml.max_bytes);
-  if (!text) return fail(ErrorCode::io, "cannot read " + path.string());
-  return text;
+  auto text = read_small_file(path, kProjectToml.max_bytes);
+  if (!text) return fail(text.error());
+  return std::optional<std::string>(std::move(*text));
 }
 
 // nullopt when the text has no (or an empty) dependency table.
@@ -75,7 +75,7 @@ Result<std::vector<KernelDependency>> read_project_dependencies(
     const std::filesystem::path& project_dir) {
   for (const auto name : {kPyprojectFile, kKernelhubManifestFile}) {
     const auto path = project_dir / name;
-    auto text = read_small_file(path);
+    auto text = read_manifest_file(path);
     KH_TRY(text);
     if (!*text) continue;
     // A pyproject.toml without the table is an ordinary Python project: try the next file.

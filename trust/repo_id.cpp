@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "trust/safe_path.hpp"
+
 namespace kernelhub::trust {
 namespace {
 
@@ -28,11 +30,11 @@ Result<RepoId> RepoId::parse(std::string_view text) {
   const auto slash = text.find('/');
   if (slash == std::string_view::npos || text.find('/', slash + 1) != std::string_view::npos) {
     return fail(ErrorCode::invalid_argument,
-                "repository id '" + std::string(text) + "' must have the form ORG/NAME");
+                "repository id '" + sanitize_for_message(text) + "' must have the form ORG/NAME");
   }
   RepoId id{std::string(text.substr(0, slash)), std::string(text.substr(slash + 1))};
   if (!valid_part(id.org) || !valid_part(id.name)) {
-    return fail(ErrorCode::invalid_argument, "repository id '" + std::string(text) +
+    return fail(ErrorCode::invalid_argument, "repository id '" + sanitize_for_message(text) +
                                                  "' is not valid: use letters, digits, '_', '-' "
                                                  "and '.', at most 96 each, starting and ending "
                                                  "with a letter, digit or '_', no '--' or '..'");

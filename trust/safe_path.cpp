@@ -1,27 +1,13 @@
 #include "trust/safe_path.hpp"
 
 #include <cctype>
-#include <cstdio>
+
+#include "trust/printable.hpp"
 
 namespace kernelhub::trust {
 
 std::string sanitize_for_message(std::string_view text, std::size_t max_len) {
-  std::string out;
-  for (const char ch : text) {
-    if (out.size() >= max_len) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c >= 0x7f || c == '\\') {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out.push_back(ch);
-    }
-  }
-  return out;
+  return printable(text, max_len, Backslash::escaped);
 }
 
 namespace {

@@ -17,8 +17,8 @@ inline constexpr std::size_t kMaxRepoPath = 1024;
 // segments <= 255 bytes, total <= 1024 bytes. Returns the path unchanged, or unsafe_path.
 Result<std::string> validate_repo_path(std::string_view path);
 
-// A printable, length-limited rendering of untrusted text for error messages
-// (control and non-ASCII bytes as \xNN, cut at `max_len` with "...").
+// Untrusted text in an error message: trust::printable (printable.hpp) with "\" escaped
+// too, cut at `max_len` with "...".
 std::string sanitize_for_message(std::string_view text, std::size_t max_len = 120);
 
 }  // namespace kernelhub::trust

@@ -4,12 +4,9 @@
 // one .tar.zst. `kernelhub bundle import FILE [--cache-dir D] [--policy P]`: verifies a
 // bundle and publishes it into kernelhubd's cache (the open file is passed over the socket)
 // or, without a daemon or with --cache-dir, into the user's cache.
-#include <fcntl.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
-#include <cstring>
 #include <iostream>
 #include <memory>
 
@@ -20,6 +17,8 @@
 #include "client/cli/progress_bar.hpp"
 #include "hub/hub_api.hpp"
 #include "trust/digest.hpp"
+#include "trust/printable.hpp"
+#include "trust/read_file.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -128,19 +127,20 @@ int run_create(const CreateArgs& args) {
 }
 
 int run_import(const ImportArgs& args) {
-  const UniqueFd fd(::open(args.file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    return report(Error{ErrorCode::io, "cannot open " + args.file + ": " + std::strerror(errno)});
-  }
+  // A FIFO or a device is refused before anything waits on it (here or in kernelhubd).
+  const auto fd = trust::open_regular_file(args.file);
+  if (!fd) return report(fd.error());
   auto client = open_client(args.client);
   if (!client) return report(client.error());
-  auto imported = client->import_bundle(fd.get());
+  auto imported = client->import_bundle(fd->get());
   if (!imported) return report(imported.error());
   for (const auto& repo : *imported) {
     for (const auto& ref : repo["refs_kept"]) {
-      std::cerr << "kernelhub: warning: " << repo["repo"].get<std::string>() << " "
-                << ref.get<std::string>() << " stays at the commit accepted before; the bundle's "
-                << repo["commit"].get<std::string>() << " is imported, reachable by its sha\n";
+      std::cerr << "kernelhub: warning: " << trust::printable(repo["repo"].get<std::string>())
+                << " " << trust::printable(ref.get<std::string>())
+                << " stays at the commit accepted before; the bundle's "
+                << trust::printable(repo["commit"].get<std::string>())
+                << " is imported, reachable by its sha\n";
     }
     for (const auto& warning : repo.value("signature_warnings", nlohmann::json::array())) {
       std::cerr << "kernelhub: warning: " << warning.get<std::string>() << "\n";
@@ -149,7 +149,9 @@ int run_import(const ImportArgs& args) {
   if (args.json) {
     std::cout << imported->dump(2) << "\n";
   } else {
-    for (const auto& repo : *imported) std::cout << repo["snapshot"].get<std::string>() << "\n";
+    for (const auto& repo : *imported) {
+      std::cout << trust::printable(repo["snapshot"].get<std::string>()) << "\n";
+    }
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "hub/signature_gate.hpp"
 #include "trust/environment.hpp"
 
 namespace kernelhub::cli {
@@ -24,7 +25,7 @@ void add_client_options(CLI::App& cmd, ClientArgs& args, bool with_policy) {
 
 Result<trust::AdminPolicy> load_admin_policy(const std::optional<std::string>& flag,
                                              const trust::Environment& env) {
-  if (auto file = flag ? flag : env.get("KERNELHUB_POLICY")) return trust::load_policy_file(*file);
+  if (auto file = flag ? flag : env.get("KERNELHUB_POLICY")) return hub::load_checked_policy(*file);
   return trust::AdminPolicy{};
 }
 

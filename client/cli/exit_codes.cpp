@@ -3,6 +3,8 @@
 #include <iostream>
 #include <string>
 
+#include "trust/printable.hpp"
+
 namespace kernelhub::cli {
 
 int exit_code_for(ErrorCode code) {
@@ -46,11 +48,10 @@ int exit_code_for(ErrorCode code) {
 }
 
 int report(const Error& error) {
-  std::string message = error.message;
-  for (auto& c : message) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  std::cerr << "kernelhub: " << to_string(error.code) << ": " << message << "\n";
+  // The message may quote a lockfile, a Hub or the daemon: escaped, it stays one line that
+  // cannot drive the terminal.
+  std::cerr << "kernelhub: " << to_string(error.code) << ": " << trust::printable(error.message)
+            << "\n";
   return exit_code_for(error.code);
 }
 

@@ -18,7 +18,10 @@ inline constexpr const char* kExitCodes =
 
 int exit_code_for(ErrorCode code);
 
-// Prints "kernelhub: <code>: <message>" on one line and returns exit_code_for(code).
+// Prints "kernelhub: <code>: <message>" on one line, the message through trust::printable,
+// and returns exit_code_for(code). Every other print of text from outside the CLI (the
+// daemon's replies, a cache's names, a certificate's identity) goes through
+// trust::printable too.
 int report(const Error& error);
 
 }  // namespace kernelhub::cli

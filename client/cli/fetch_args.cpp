@@ -6,6 +6,7 @@
 
 #include "client/cli/exit_codes.hpp"
 #include "client/cli/progress_bar.hpp"
+#include "trust/printable.hpp"
 
 namespace kernelhub::cli {
 
@@ -144,15 +145,17 @@ nlohmann::json fetched_to_json(const client::FetchedKernel& kernel) {
 
 void print_fetch_warnings(const client::FetchedKernel& kernel) {
   if (kernel.via_daemon && !kernel.refused_move.empty()) {
-    std::cerr << "kernelhub: warning: " << kernel.refused_move << "\n";
+    std::cerr << "kernelhub: warning: " << trust::printable(kernel.refused_move) << "\n";
   }
   for (const auto& warning : kernel.signature_warnings) {
-    std::cerr << "kernelhub: warning: " << warning << "\n";
+    std::cerr << "kernelhub: warning: " << trust::printable(warning) << "\n";
   }
 }
 
 void print_variant_paths(const client::FetchedKernel& kernel) {
-  for (const auto& v : kernel.variants) std::cout << variant_path(kernel, v) << "\n";
+  for (const auto& v : kernel.variants) {
+    std::cout << trust::printable(variant_path(kernel, v)) << "\n";
+  }
 }
 
 }  // namespace kernelhub::cli

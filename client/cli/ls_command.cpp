@@ -11,6 +11,7 @@
 #include "client/cli/commands.hpp"
 #include "client/cli/exit_codes.hpp"
 #include "client/cli/format_units.hpp"
+#include "trust/printable.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -26,6 +27,13 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
+// The cache's names as shown: escaped (trust::printable), since anyone who can write a
+// folder into a shared cache chooses them.
+std::vector<std::string> shown(std::vector<std::string> items) {
+  for (auto& item : items) item = trust::printable(item);
+  return items;
+}
+
 // Columns: REPO, REVISION (short sha), REFS, SIZE, VARIANTS; a revision with several
 // variants continues on indented lines so each variant name stays whole.
 void print_table(const std::string& root, const nlohmann::json& repos) {
@@ -36,16 +44,16 @@ void print_table(const std::string& root, const nlohmann::json& repos) {
   std::vector<Row> rows;
   std::uint64_t total = 0;
   for (const auto& repo : repos) {
-    const std::string name = repo.at("repo");
+    const std::string name = trust::printable(repo.at("repo").get<std::string>());
     const std::uint64_t repo_size = repo.at("size_bytes");
     total += repo_size;
     if (repo.at("revisions").empty()) rows.push_back({name, "-", "-", format_bytes(repo_size), {}});
     for (const auto& rev : repo.at("revisions")) {
-      const auto refs = rev.at("refs").get<std::vector<std::string>>();
-      rows.push_back({name, rev.at("commit").get<std::string>().substr(0, 12),
+      const auto refs = shown(rev.at("refs").get<std::vector<std::string>>());
+      rows.push_back({name, trust::printable(rev.at("commit").get<std::string>().substr(0, 12)),
                       refs.empty() ? "-" : join(refs, ","),
                       format_bytes(rev.at("size_bytes").get<std::uint64_t>()),
-                      rev.at("variants").get<std::vector<std::string>>()});
+                      shown(rev.at("variants").get<std::vector<std::string>>())});
     }
   }
   Row header{"REPO", "REVISION", "REFS", "SIZE", {"VARIANTS"}};
@@ -72,7 +80,7 @@ void print_table(const std::string& root, const nlohmann::json& repos) {
   for (const auto& r : rows) print_row(r);
   std::cout << "\n"
             << repos.size() << (repos.size() == 1 ? " repo, " : " repos, ") << format_bytes(total)
-            << " in " << root << "\n";
+            << " in " << trust::printable(root) << "\n";
 }
 
 int run_ls(const LsArgs& args) {
@@ -91,7 +99,8 @@ int run_ls(const LsArgs& args) {
                      .dump(2)
               << "\n";
   } else if (repos.empty()) {
-    std::cout << "No kernels cached in " << root << " yet (fetch one with `kernelhub download`).\n";
+    std::cout << "No kernels cached in " << trust::printable(root)
+              << " yet (fetch one with `kernelhub download`).\n";
   } else {
     print_table(root, repos);
   }

@@ -1,3 +1,4 @@
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -9,8 +10,27 @@
 
 #include "client/cli/commands.hpp"
 #include "kernelhub_version.hpp"
+#include "trust/printable.hpp"
 
 namespace kernelhub::cli {
+namespace {
+
+// "%v" escaped (trust::printable): warnings quote the Hub's and the cache's names.
+class EscapedPayload final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    const std::string text =
+        trust::printable(std::string_view(msg.payload.data(), msg.payload.size()));
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<EscapedPayload>();
+  }
+};
+
+}  // namespace
+
 std::vector<Registrar>& command_registry() {
   static std::vector<Registrar> registry;
   return registry;
@@ -23,7 +43,9 @@ int main(int argc, char** argv) {
   auto logger =
       spdlog::stderr_color_mt("kernelhub", isatty(STDERR_FILENO) ? spdlog::color_mode::automatic
                                                                  : spdlog::color_mode::never);
-  logger->set_pattern("kernelhub: %l: %v");
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<kernelhub::cli::EscapedPayload>('v').set_pattern("kernelhub: %l: %v");
+  logger->set_formatter(std::move(formatter));
   spdlog::set_default_logger(logger);
   if (const char* level = std::getenv("KERNELHUB_LOG"))
     spdlog::set_level(spdlog::level::from_str(level));
@@ -43,7 +65,7 @@ int main(int argc, char** argv) {
   try {
     return action ? action() : 2;
   } catch (const std::exception& e) {
-    std::cerr << "kernelhub: internal error: " << e.what() << "\n";
+    std::cerr << "kernelhub: internal error: " << kernelhub::trust::printable(e.what()) << "\n";
     return 70;
   }
 }

@@ -7,6 +7,7 @@
 
 #include "client/cli/commands.hpp"
 #include "hub/server/store_publisher.hpp"
+#include "trust/printable.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -24,13 +25,13 @@ struct PublishArgs {
 int run_publish(const PublishArgs& args) {
   auto repo = trust::RepoId::parse(args.repo);
   if (!repo) {
-    std::cerr << "kernelhub publish: " << repo.error().message << "\n";
+    std::cerr << "kernelhub publish: " << trust::printable(repo.error().message) << "\n";
     return 2;
   }
   if (!args.point_to.empty()) {
     if (auto pointed = hub::server::point_branch(args.root, *repo, args.branch, args.point_to);
         !pointed) {
-      std::cerr << "kernelhub publish: " << pointed.error().message << "\n";
+      std::cerr << "kernelhub publish: " << trust::printable(pointed.error().message) << "\n";
       return 1;
     }
     std::cout << args.point_to << "\n";
@@ -49,7 +50,7 @@ int run_publish(const PublishArgs& args) {
   request.source = args.source;
   auto result = hub::server::publish_directory(request);
   if (!result) {
-    std::cerr << "kernelhub publish: " << result.error().message << "\n";
+    std::cerr << "kernelhub publish: " << trust::printable(result.error().message) << "\n";
     return 1;
   }
   std::cout << result->commit << "\n";

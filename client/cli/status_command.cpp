@@ -11,6 +11,7 @@
 #include "client/cli/exit_codes.hpp"
 #include "client/cli/format_units.hpp"
 #include "proto/prometheus.hpp"
+#include "trust/printable.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -27,10 +28,10 @@ std::uint64_t counter(const nlohmann::json& counters, const char* name) {
 }
 
 void print_daemon(const nlohmann::json& s, const std::string& socket) {
-  std::cout << s.value("daemon", "kernelhubd") << " (pid " << s.value("pid", 0) << ") on " << socket
-            << ", up " << s.value("uptime_s", 0.0) << " s, protocol " << s.value("protocol", 0)
-            << "\n";
-  std::cout << "cache: " << s.value("cache_root", "?") << "\n";
+  std::cout << trust::printable(s.value("daemon", "kernelhubd")) << " (pid " << s.value("pid", 0)
+            << ") on " << trust::printable(socket) << ", up " << s.value("uptime_s", 0.0)
+            << " s, protocol " << s.value("protocol", 0) << "\n";
+  std::cout << "cache: " << trust::printable(s.value("cache_root", "?")) << "\n";
   const auto counters = s.value("counters", nlohmann::json::object());
   std::cout << "requests " << counter(counters, "requests") << ", hits "
             << counter(counters, "hits") << ", misses " << counter(counters, "misses")
@@ -85,7 +86,8 @@ int run_status(const StatusArgs& args) {
   } else if (client->via_daemon()) {
     print_daemon(*status, client->where());
   } else {
-    std::cout << "no daemon: embedded mode (cache: " << status->value("cache_root", "?") << ")\n";
+    std::cout << "no daemon: embedded mode (cache: "
+              << trust::printable(status->value("cache_root", "?")) << ")\n";
   }
   return 0;
 }

@@ -12,6 +12,7 @@
 #include "client/cli/commands.hpp"
 #include "client/cli/exit_codes.hpp"
 #include "client/cli/format_units.hpp"
+#include "trust/printable.hpp"
 #include "trust/read_file.hpp"
 #include "trust/sigstore/bundle.hpp"
 #include "trust/sigstore/pinned_roots.hpp"
@@ -36,14 +37,23 @@ struct VerifyBlobArgs {
 
 int run_verify_blob(const VerifyBlobArgs& args) {
   namespace sigstore = trust::sigstore;
-  const auto artifact = trust::read_file_prefix(args.file, kMaxArtifactBytes);
-  if (!artifact) return report({ErrorCode::invalid_argument, "cannot read " + args.file});
-  if (artifact->size() > kMaxArtifactBytes) {
-    return report({ErrorCode::too_large, args.file + " is larger than 64 MiB"});
+  const auto artifact = trust::read_small_file(args.file, kMaxArtifactBytes);
+  if (!artifact) {
+    return report({artifact.error().code == ErrorCode::io ? ErrorCode::invalid_argument
+                                                          : artifact.error().code,
+                   artifact.error().message});
   }
-  const auto bundle = trust::read_file_prefix(args.bundle, sigstore::kMaxBundleBytes);
-  if (!bundle)
-    return report({ErrorCode::signature_missing, "cannot read the bundle " + args.bundle});
+  const auto bundle = trust::read_small_file(args.bundle, sigstore::kMaxBundleBytes);
+  if (!bundle && bundle.error().code == ErrorCode::too_large) {
+    // A bundle over its bound is one that does not verify, as in a fetch ("bundle: ...").
+    report({ErrorCode::signature_invalid, "bundle: " + bundle.error().message});
+    return 1;
+  }
+  if (!bundle) {
+    return report(
+        {bundle.error().code == ErrorCode::io ? ErrorCode::signature_missing : bundle.error().code,
+         "cannot read the bundle: " + bundle.error().message});
+  }
   auto root = sigstore::load_trusted_root_setting(args.trusted_root);
   if (!root) return report(root.error());
   if (!args.identity && (!args.source_repository || args.build_signer_uris.empty())) {
@@ -62,15 +72,31 @@ int run_verify_blob(const VerifyBlobArgs& args) {
     return 1;  // like cosign verify-blob and kernels verify-signature
   }
   const auto& sans = verified->identity.sans;
-  std::cout << "Verified OK: " << args.file << " signed by " << (sans.empty() ? "?" : sans[0])
-            << " at " << format_utc(verified->verified_times.front()) << "\n";
+  std::cout << "Verified OK: " << trust::printable(args.file) << " signed by "
+            << trust::printable(sans.empty() ? "?" : sans[0]) << " at "
+            << format_utc(verified->verified_times.front()) << "\n";
   return 0;
+}
+
+// Its own table: a failed verification exits 1 as cosign's does; the other codes are the
+// CLI's (exit_code_for) for the errors this command can meet.
+std::string exit_codes() {
+  const auto code = [](ErrorCode c) { return std::to_string(exit_code_for(c)); };
+  return "Exit codes: 0 verified; 1 the bundle does not verify the file (the failed check is "
+         "named); " +
+         code(ErrorCode::invalid_argument) +
+         " bad arguments, or the file, the bundle or the trusted root cannot be used (not a "
+         "regular file, not a trusted root); " +
+         code(ErrorCode::signature_missing) + " the bundle cannot be opened; " +
+         code(ErrorCode::too_large) + " the file is over its size limit (64 MiB; a bundle over " +
+         "its 1 MiB does not verify: 1).";
 }
 
 void register_verify_blob(CLI::App& app, Action& action) {
   auto args = std::make_shared<VerifyBlobArgs>();
   auto* cmd = app.add_subcommand(
-      "verify-blob", "Verify a Sigstore bundle over a file, offline (exit 1 when it fails)");
+      "verify-blob", "Verify a Sigstore bundle over a file, offline (exit codes below)");
+  cmd->footer(exit_codes());
   cmd->add_option("file", args->file, "The signed file")->required();
   cmd->add_option("--bundle", args->bundle, "The Sigstore bundle (.sigstore, .sigstore.json)")
       ->required();

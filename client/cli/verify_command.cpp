@@ -10,6 +10,7 @@
 #include "client/cli/client_options.hpp"
 #include "client/cli/commands.hpp"
 #include "client/cli/exit_codes.hpp"
+#include "trust/printable.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -36,8 +37,9 @@ int run_verify(const VerifyArgs& args) {
     std::cout << result->dump(2) << "\n";
   } else {
     for (const auto& blob : corrupt) {
-      std::cout << "corrupt: " << blob.value("repo", "?") << " blob " << blob.value("blob", "?")
-                << " (" << blob.value("reason", "?") << "), removed\n";
+      std::cout << "corrupt: " << trust::printable(blob.value("repo", "?")) << " blob "
+                << trust::printable(blob.value("blob", "?")) << " ("
+                << trust::printable(blob.value("reason", "?")) << "), removed\n";
     }
     std::cout << result->value("checked", 0) << " blobs checked, " << corrupt.size()
               << " corrupt\n";
@@ -45,7 +47,7 @@ int run_verify(const VerifyArgs& args) {
   const auto changed = result->value("receipts_changed", nlohmann::json::array());
   if (!args.json) {
     for (const auto& line : changed) {
-      std::cout << "receipt corrected: " << line.get<std::string>() << "\n";
+      std::cout << "receipt corrected: " << trust::printable(line.get<std::string>()) << "\n";
     }
     std::cout << result->value("receipts_checked", 0) << " signature receipts re-verified, "
               << changed.size() << " corrected\n";

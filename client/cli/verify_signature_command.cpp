@@ -19,6 +19,7 @@
 #include "hub/signature_gate.hpp"
 #include "trust/environment.hpp"
 #include "trust/policy.hpp"
+#include "trust/printable.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -54,12 +55,14 @@ int run_verify_signature(const VerifySignatureArgs& args) {
     auto verdict = hub::decide_signature(judge, fetched->repo, receipt, request->version);
     if (!verdict) {
       all_hold = false;
-      std::cout << "\u274c " << verdict.error().message << "\n";
+      std::cout << "\u274c " << trust::printable(verdict.error().message) << "\n";
       continue;
     }
     const auto& sans = receipt.identity.sans;
-    std::cout << "\u2705 " << where << ": signed by " << (sans.empty() ? "?" : sans[0]) << " ("
-              << receipt.identity.issuer_v1.value_or("?") << ") at "
+    // The identity is the certificate's text: escaped like any outside text.
+    std::cout << "\u2705 " << trust::printable(where) << ": signed by "
+              << trust::printable(sans.empty() ? "?" : sans[0]) << " ("
+              << trust::printable(receipt.identity.issuer_v1.value_or("?")) << ") at "
               << format_utc(receipt.signed_at) << "\n";
   }
   return all_hold ? 0 : 1;

@@ -171,6 +171,34 @@ TEST_CASE("warn: an unsigned or tampered kernel is served with a warning on the 
   if (through_daemon) CHECK(setup.counters()["signatures_warned"] == 3);
 }
 
+// Issue 21: an oversized .sigstore failed the fetch in every mode (too_large), where the
+// README's table says warn serves an invalid signature with a warning.
+TEST_CASE("an oversized bundle is an invalid signature: served with a warning, or refused",
+          "[signatures][daemon]") {
+  const Signer signer;
+  MovableHub hub;
+  const bool through_daemon = GENERATE(false, true);
+  INFO((through_daemon ? "through kernelhubd" : "in-process"));
+  hub.publish({"--branch", "v1", signer.oversized_tree("oversized").string()});
+
+  SECTION("warn") {
+    const Setup setup(hub, signer.policy("warn"), through_daemon);
+    const auto served = setup.download();
+    INFO(served.err);
+    REQUIRE(served.exit_code == 0);
+    CHECK_THAT(served.err, Catch::Contains("kernelhub: warning: unverified signature: "));
+    CHECK_THAT(served.err, Catch::Contains("metadata.json.sigstore is 1") &&
+                               Catch::Contains("bytes, over the 1048576-byte cap"));
+    CHECK_THAT(served.err, Catch::Contains("(served: [signatures] mode is warn)"));
+    CHECK(json::parse(served.out)["signature_warnings"].size() == 1);
+  }
+  SECTION("enforce") {
+    const Setup setup(hub, signer.policy("enforce"), through_daemon);
+    const auto refused = setup.download();
+    check_refused(refused, "signature_invalid", "bytes, over the 1048576-byte cap");
+  }
+}
+
 TEST_CASE("a policy switch applies to kernels already cached: SIGHUP, and offline in-process",
           "[signatures][daemon]") {
   const Signer signer;

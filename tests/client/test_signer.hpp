@@ -64,6 +64,16 @@ struct Signer {
     }
     return tree;
   }
+  // A signed tree whose bundles are then padded past the 1 MiB bundle cap (JSON whitespace:
+  // the bundle is otherwise valid).
+  std::filesystem::path oversized_tree(const std::string& name) const {
+    std::filesystem::path tree = signed_tree(name);
+    for (const auto& variant : std::filesystem::directory_iterator(tree / "build")) {
+      std::ofstream(variant.path() / "metadata.json.sigstore", std::ios::app)
+          << std::string((1u << 20) + 1, ' ');
+    }
+    return tree;
+  }
   // An admin policy with `mode` against this instance's trusted root.
   std::filesystem::path policy(const std::string& mode, const std::string& extra = "") const {
     std::filesystem::path path = dir.path() / ("policy-" + mode + ".toml");

@@ -50,3 +50,20 @@ TEST_CASE("the journal is used only when stderr is the stream JOURNAL_STREAM nam
   CHECK(log_target(fd.get(), nullptr) == LogTarget::plain);
   CHECK(log_target(fd.get(), "garbage") == LogTarget::plain);
 }
+
+// A client's repo id or revision reaches log lines: escaped by the formatter, it can neither
+// start a journal entry of its own (at a priority of its choosing) nor drive a terminal.
+TEST_CASE("log messages are escaped and cut in every target", "[daemon][log]") {
+  const char* forged = "refused kernels-community/relu\n<4>refused FORGED\x1b[2J";
+  const std::string escaped = "refused kernels-community/relu\\x0a<4>refused FORGED\\x1b[2J";
+  CHECK(format_line(LogTarget::journal, spdlog::level::info, forged) ==
+        "<6>info: " + escaped + "\n");
+  CHECK(format_line(LogTarget::plain, spdlog::level::info, forged) == "info: " + escaped + "\n");
+  const std::string terminal = format_line(LogTarget::terminal, spdlog::level::info, forged);
+  CHECK(terminal.find(escaped + "\n") != std::string::npos);
+  CHECK(terminal.find('\x1b') == std::string::npos);
+
+  const std::string huge(100'000, 'x');
+  const std::string line = format_line(LogTarget::journal, spdlog::level::warn, huge.c_str());
+  CHECK(line == "<4>warning: " + std::string(kMaxLogPayload, 'x') + "...\n");
+}

@@ -58,6 +58,8 @@ const std::map<std::string, std::string>& expected_checks() {
       {"tsa-untrusted", "time"},
       {"tsa-wrong-message", "time"},
       {"tsa-validfor-ended", "time"},
+      {"tsa-undecodable", "bundle"},
+      {"tsa-truncated", "bundle"},
       {"message-digest-mismatch", "message digest"},
       {"signature-bitflip", "artifact signature"},
       {"log-body-other-artifact", "log body"},
@@ -153,6 +155,25 @@ TEST_CASE("each minted Sigstore case gets its verdict, failing at the check it i
     ++cases;
   }
   CHECK(cases == expected_checks().size());
+}
+
+// Issue 21: a bundle whose RFC 3161 timestamp cannot be decoded gave "Verified OK" when an
+// inclusion promise supplied the time anyway; sigstore-python refuses such a bundle.
+TEST_CASE("a signed timestamp that cannot be decoded fails the bundle, naming it", "[sigstore]") {
+  const auto& root_dir = minted();
+  auto root =
+      sigstore::load_trusted_root_setting((root_dir / "keys" / "trusted_root.json").string());
+  REQUIRE(root);
+  for (const auto* name : {"tsa-undecodable", "tsa-truncated"}) {
+    INFO("case " << name);
+    const auto dir = root_dir / "cases" / name;
+    const auto verified = sigstore::verify_artifact_bundle(
+        slurp(dir / "artifact"), slurp(dir / "bundle.sigstore.json"), *root, case_policy(dir));
+    REQUIRE_FALSE(verified);
+    CHECK(verified.error().code == kernelhub::ErrorCode::signature_invalid);
+    CHECK_THAT(verified.error().message,
+               Catch::StartsWith("bundle: signed timestamp 1 of 1 cannot be decoded: "));
+  }
 }
 
 TEST_CASE("a verified signature reports the signer's identity and the signing time", "[sigstore]") {

@@ -4,6 +4,7 @@
 
 #include "trust/json_bounds.hpp"
 #include "trust/sigstore/json_access.hpp"
+#include "trust/sigstore/timestamp.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {
@@ -152,6 +153,11 @@ Result<void> parse_timestamps(const nlohmann::json& material, Bundle& bundle) {
   for (const auto& item : *list) {
     auto token = bytes_member(item, "signedTimestamp", "rfc3161Timestamps[]");
     KH_TRY(token);
+    if (auto decoded = check_rfc3161_decodes(*token); !decoded) {
+      return invalid("signed timestamp " + std::to_string(bundle.rfc3161_timestamps.size() + 1) +
+                     " of " + std::to_string(list->size()) +
+                     " cannot be decoded: " + decoded.error().message);
+    }
     if (std::find(bundle.rfc3161_timestamps.begin(), bundle.rfc3161_timestamps.end(), *token) !=
         bundle.rfc3161_timestamps.end()) {
       return invalid("duplicate signed timestamp");

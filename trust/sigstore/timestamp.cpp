@@ -42,23 +42,45 @@ bool verified_by(TS_RESP* response, std::string_view signed_bytes,
   return ok;
 }
 
-}  // namespace
+struct Decoded {
+  TsRespPtr response;
+  UnixSeconds gen_time = 0;
+};
 
-Result<UnixSeconds> verify_rfc3161(std::string_view response_der, std::string_view signed_bytes,
-                                   std::span<const CertificateAuthority> authorities) {
+// The whole of `response_der` as one TimeStampResp whose token has a readable genTime, or
+// why not (without the "time: " prefix).
+Result<Decoded> decode(std::string_view response_der) {
   const auto* cursor = reinterpret_cast<const unsigned char*>(response_der.data());
-  const TsRespPtr response(d2i_TS_RESP(nullptr, &cursor, static_cast<long>(response_der.size())));
+  TsRespPtr response(d2i_TS_RESP(nullptr, &cursor, static_cast<long>(response_der.size())));
   if (!response ||
       cursor != reinterpret_cast<const unsigned char*>(response_der.data()) + response_der.size()) {
     ERR_clear_error();
-    return time_error("a signed timestamp is not a DER TimeStampResp");
+    return fail(ErrorCode::signature_invalid, "not a DER TimeStampResp");
   }
   TS_TST_INFO* info = TS_RESP_get_tst_info(response.get());
   const auto gen_time =
       info == nullptr ? std::nullopt : asn1_time_seconds(TS_TST_INFO_get_time(info));
-  if (!gen_time) return time_error("a signed timestamp has no readable time");
+  if (!gen_time)
+    return fail(ErrorCode::signature_invalid, "no timestamp token with a readable time");
+  return Decoded{std::move(response), *gen_time};
+}
+
+}  // namespace
+
+Result<void> check_rfc3161_decodes(std::string_view response_der) {
+  auto decoded = decode(response_der);
+  if (!decoded) return fail(decoded.error());
+  return {};
+}
+
+Result<UnixSeconds> verify_rfc3161(std::string_view response_der, std::string_view signed_bytes,
+                                   std::span<const CertificateAuthority> authorities) {
+  auto decoded = decode(response_der);
+  if (!decoded) return time_error("a signed timestamp is " + decoded.error().message);
   for (const CertificateAuthority& authority : authorities) {
-    if (verified_by(response.get(), signed_bytes, authority, *gen_time)) return *gen_time;
+    if (verified_by(decoded->response.get(), signed_bytes, authority, decoded->gen_time)) {
+      return decoded->gen_time;
+    }
   }
   return time_error("a signed timestamp is not by a timestamp authority of the trusted root");
 }

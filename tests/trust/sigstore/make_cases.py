@@ -301,6 +301,26 @@ def rekor2_no_timestamp(i):
     return b
 
 
+@case("tsa-undecodable", "fail",
+      "Rekor v1 entry with a valid SET (a source of time), its RFC 3161 timestamp replaced by "
+      "bytes that are no TimeStampResp: the bundle is refused, not the timestamp skipped")
+def tsa_undecodable(i):
+    b = i.sign(ARTIFACT, tsa=True)
+    b["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"] = [
+        {"signedTimestamp": tlog.b64(b"\x30\x82\x01\x00 not a timestamp response")}]
+    return b
+
+
+@case("tsa-truncated", "fail",
+      "Rekor v1 entry with a valid SET, its genuine RFC 3161 timestamp cut in half")
+def tsa_truncated(i):
+    b = i.sign(ARTIFACT, tsa=True)
+    stamps = b["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"]
+    token = base64.b64decode(stamps[0]["signedTimestamp"])
+    stamps[0]["signedTimestamp"] = tlog.b64(token[: len(token) // 2])
+    return b
+
+
 # --------------------------------------------------------------------------- trust root validity
 
 
