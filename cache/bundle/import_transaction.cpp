@@ -75,7 +75,9 @@ Result<void> ImportTransaction::write_ref(const trust::RepoId& repo, const std::
   if (std::none_of(refs_.begin(), refs_.end(),
                    [&](const RefBefore& r) { return r.path == path; })) {
     RefBefore before{path, exists_no_follow(path), std::nullopt};
-    if (before.existed) before.content = trust::read_file_prefix(path, kMaxRefBytes);
+    if (before.existed) {
+      if (auto text = trust::read_small_file(path, kMaxRefBytes)) before.content = std::move(*text);
+    }
     refs_.push_back(std::move(before));
   }
   return cache_.write_ref(repo, ref, commit);
