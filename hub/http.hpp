@@ -18,6 +18,7 @@
 namespace kernelhub::hub {
 
 using HeaderMap = std::map<std::string, std::string, std::less<>>;  // lower-cased names
+struct TransferWatch;
 
 struct HttpRequest {
   std::string method = "GET";  // GET or HEAD
@@ -53,9 +54,9 @@ class CurlHttpClient final : public HttpClient {
   Result<HttpResponse> send(const HttpRequest& request) override;
 
  private:
-  // One try, aborted at `deadline`; `retryable` says whether a failure may be tried again.
-  Result<HttpResponse> send_once(const HttpRequest& request,
-                                 std::chrono::steady_clock::time_point deadline,
+  // One try, watched by `watch` (its deadline covers every try, its floor spans them);
+  // `retryable` says whether a failure may be tried again.
+  Result<HttpResponse> send_once(const HttpRequest& request, TransferWatch& watch,
                                  bool& retryable) const;
   HubConfig config_;
 };
