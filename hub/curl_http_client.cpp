@@ -90,12 +90,13 @@ Result<HttpResponse> CurlHttpClient::send(const HttpRequest& request) {
   using Clock = std::chrono::steady_clock;
   // One watch for every try: the deadline covers them all, the floor's window spans them.
   TransferWatch watch;
-  watch.stall = request.timeout.value_or(config_.etag_timeout);
-  watch.stall_variable = "HF_HUB_ETAG_TIMEOUT";
+  const bool file = request.file_size.has_value();
+  watch.stall = request.timeout.value_or(file ? config_.download_timeout : config_.etag_timeout);
+  watch.stall_variable = file ? "HF_HUB_DOWNLOAD_TIMEOUT" : "HF_HUB_ETAG_TIMEOUT";
   watch.min_bytes_per_second = config_.min_bytes_per_second;
   watch.window = config_.min_speed_window;
-  watch.deadline_length = config_.api_deadline;
-  watch.deadline_variable = "KERNELHUB_API_DEADLINE";
+  watch.deadline_length = file ? config_.file_deadline(*request.file_size) : config_.api_deadline;
+  watch.deadline_variable = file ? "KERNELHUB_DOWNLOAD_DEADLINE" : "KERNELHUB_API_DEADLINE";
   const auto deadline = Clock::now() + watch.deadline_length;
   watch.deadline = deadline;
   RetryWaits waits;

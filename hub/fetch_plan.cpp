@@ -76,8 +76,8 @@ Result<std::string> FetchPlan::read_small(Planned& file) {
   HttpRequest request;
   request.url = api_.resolve_url(repo_, commit_, file.entry.path);
   request.follow_redirects = true;
-  request.timeout = config_.download_timeout;
   request.max_body = cap;
+  request.file_size = file.entry.size;  // a file: its stall timeout and deadline
   auto response = http_.send(request);
   if (!response) return fail(response.error());
   if (!slot.filled) {

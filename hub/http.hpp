@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,6 +31,10 @@ struct HttpRequest {
   std::optional<std::chrono::milliseconds> timeout;  // default: HubConfig::etag_timeout
   std::optional<std::size_t> max_body;               // default: HubConfig::max_api_body
   bool retry = true;                                 // retry timeouts/408/429/5xx
+  // A file's body read in memory (metadata.json, kernel-status.toml) of at most this many
+  // bytes: the download timeout and that file's deadline (HubConfig::file_deadline) instead
+  // of the API ones, and their variables in the messages.
+  std::optional<std::uint64_t> file_size;
 };
 
 struct HttpResponse {

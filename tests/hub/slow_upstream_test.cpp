@@ -370,3 +370,38 @@ TEST_CASE("the slow-upstream knobs travel through the fault plan's JSON") {
   CHECK(bad.error().code == ErrorCode::invalid_argument);
 }
 
+TEST_CASE("metadata.json read in memory is a file: its timeouts name the download variables") {
+  FetchFixture fx;
+  hub::server::FaultPlan plan;
+  plan.path_filter = "metadata.json";
+  SECTION("a stall: HF_HUB_DOWNLOAD_TIMEOUT") {
+    plan.stall = milliseconds(5000);
+    fx.server->set_faults(plan);
+    auto [result, seconds] = timed_fetch(fx, {{"HF_HUB_DOWNLOAD_TIMEOUT", "0.3"}}, 0);
+    CHECK(fx.server->count("GET", "metadata.json") == 1);  // the stalled body
+    REQUIRE_FALSE(result);
+    CHECK(result.error().code == ErrorCode::timeout);
+    CHECK_THAT(result.error().message, Catch::Contains("metadata.json") &&
+                                           Catch::Contains("HF_HUB_DOWNLOAD_TIMEOUT") &&
+                                           !Catch::Contains("HF_HUB_ETAG_TIMEOUT"));
+    CHECK(seconds < 2.0);
+  }
+  SECTION("a body that never ends: the file deadline, KERNELHUB_DOWNLOAD_DEADLINE") {
+    plan.endless = true;
+    plan.trickle_bytes_per_second = 8192;
+    fx.server->set_faults(plan);
+    auto [result, seconds] = timed_fetch(fx,
+                                         {{"KERNELHUB_MIN_BYTES_PER_SECOND", "0"},
+                                          {"KERNELHUB_DOWNLOAD_DEADLINE", "1.5"},
+                                          {"KERNELHUB_API_DEADLINE", "1.5"}},
+                                         3);
+    CHECK(fx.server->paced_bytes() >= 4096);  // more than metadata.json holds
+    REQUIRE_FALSE(result);
+    CHECK(result.error().code == ErrorCode::timeout);
+    CHECK_THAT(result.error().message, Catch::Contains("KERNELHUB_DOWNLOAD_DEADLINE") &&
+                                           !Catch::Contains("KERNELHUB_API_DEADLINE"));
+    CHECK(seconds >= 1.4);
+    CHECK(seconds < 3.0);
+  }
+  check_nothing_published(fx);
+}
