@@ -369,6 +369,8 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   // No platform environment: every request carries its client's platform (or a variant).
   hub::Fetcher fetcher(config, http, cache, *policy(), trust::TrustEnvironment{true, false},
                        trust::Environment{});
+  // Single flight by what a request resolved to, not only by how it was named.
+  fetcher.set_download_gate([this](const std::string& key) { return commit_turns_.enter(key); });
   hub::FetchProgress last;
   auto result = fetcher.fetch(request, [&](const hub::FetchProgress& p) {
     last = p;

@@ -1,7 +1,8 @@
 // The daemon's fetch pipeline around hub::Fetcher: the trust decision at every hand-out,
 // a warm path (version/revision -> commit memo, per-variant manifest, fds opened beneath
 // the blobs dir without following links) and single-flight downloads shared by every
-// client that asks for the same thing at the same time.
+// client that asks for the same thing at the same time (and, once resolved, one download of
+// a commit for the flights that named it differently).
 #pragma once
 
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cache/maintenance.hpp"
+#include "daemon/commit_turns.hpp"
 #include "daemon/counters.hpp"
 #include "hub/fetcher.hpp"
 #include "hub/receipt_check.hpp"
@@ -125,6 +127,9 @@ class FetchService {
   };
   std::unordered_map<std::string, Resolved> resolved_;
   std::unordered_map<std::string, std::shared_ptr<const Manifest>> manifests_;
+
+  // Flights that resolved to the same (repo, commit, variants) download it one at a time.
+  CommitTurns commit_turns_;
 
   std::mutex flights_mutex_;
   std::condition_variable flights_cv_;

@@ -251,6 +251,10 @@ Result<FetchResult> Fetcher::fetch_commit(const FetchRequest& asked, const std::
   }
   auto variants = choose_variants(request, names);
   if (!variants) return fail(variants.error());
+  // Held until this function returns: the plan below sees what an earlier turn published.
+  const auto turn = download_gate_
+                        ? download_gate_(request.repo.str() + '@' + commit + ' ' + join(*variants))
+                        : nullptr;
 
   FetchPlan plan(config_, http_, api_, cache_, request.repo, commit);
   receipts_.clear();

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -86,6 +88,13 @@ class Fetcher {
 
   Result<FetchResult> fetch(const FetchRequest& request, const ProgressCallback& progress = {});
 
+  // Fetchers sharing one cache (kernelhubd's flights) take turns at the download and publish
+  // of one resolved (repo, commit, variants): `gate(key)` blocks while another holds `key`
+  // and returns a token held until this fetch has published, so a request that named the
+  // same commit differently (v1 and v3, a version and its sha) finds the blobs cached.
+  using DownloadGate = std::function<std::shared_ptr<void>(const std::string& key)>;
+  void set_download_gate(DownloadGate gate) { download_gate_ = std::move(gate); }
+
  private:
   // `hops`: redirects followed so far (bounded, each trust-checked). retry_resolve=false: the
   // revision/refs lookup gets one attempt (a cached snapshot can answer instead).
@@ -148,6 +157,7 @@ class Fetcher {
   std::optional<SignatureVerifier> signature_verifier_;
   std::vector<SignatureReceipt> receipts_;  // this fetch's, in variant order
   std::vector<std::string> signature_warnings_;
+  DownloadGate download_gate_;
   HubApi api_;
 };
 

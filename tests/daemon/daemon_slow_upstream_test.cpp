@@ -69,25 +69,6 @@ TEST_CASE("clients waiting on a trickled flight all get timeout and the daemon s
   CHECK(reply.frame.at("type") == "fetched");
 }
 
-namespace {
-
-// A worker's fetch: the final frame and how long it took (no assertions off the main thread).
-std::future<Result<std::pair<nlohmann::json, double>>> fetch_async(
-    const std::filesystem::path& socket, nlohmann::json request) {
-  return std::async(
-      std::launch::async, [socket, request]() -> Result<std::pair<nlohmann::json, double>> {
-        auto client = TestClient::connect(socket);
-        if (!client) return fail(std::move(client).error());
-        if (auto hello = client->try_hello(); !hello) return fail(hello.error());
-        const auto begin = Clock::now();
-        auto reply = client->try_call(request);
-        if (!reply) return fail(std::move(reply).error());
-        return std::pair{reply->frame, std::chrono::duration<double>(Clock::now() - begin).count()};
-      });
-}
-
-}  // namespace
-
 TEST_CASE("trickled files free their download slots within the floor's window", "[daemon]") {
   // Two download slots, a floor of 64 B/s over 1 s, the default retries (5), and a stall
   // timeout the floor always comes before.
