@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "trust/digest.hpp"
+#include "trust/system_error.hpp"
 #include "trust/unique_fd.hpp"
 
 namespace kernelhub::cache {
@@ -27,7 +28,7 @@ std::string random_suffix() {
 
 Unexpected errno_error(int err, std::string_view what, const std::filesystem::path& path) {
   const ErrorCode code = (err == ENOSPC || err == EDQUOT) ? ErrorCode::disk_full : ErrorCode::io;
-  return fail(code, std::string(what) + " " + path.string() + ": " + std::strerror(err));
+  return fail(code, std::string(what) + " " + path.string() + ": " + trust::errno_text(err));
 }
 
 Result<void> fsync_dir(const std::filesystem::path& dir) {

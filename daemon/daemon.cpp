@@ -27,6 +27,7 @@
 #include "daemon/host_checks.hpp"
 #include "daemon/local_hub.hpp"
 #include "trust/policy.hpp"
+#include "trust/system_error.hpp"
 
 namespace kernelhub::daemon {
 
@@ -343,8 +344,14 @@ Result<void> Daemon::run() {
     if (n <= 0 || (fds[0].revents & POLLIN) == 0) continue;
     UniqueFd client(::accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!client) {
-      if (errno == EMFILE || errno == ENFILE)
+      if (const int err = errno; err == EMFILE || err == ENFILE) {
+        if (const auto now = std::chrono::steady_clock::now();
+            now - d.last_refusal_log >= kRefusalLogInterval) {
+          spdlog::warn("cannot accept connections: {}", trust::errno_text(err));
+          d.last_refusal_log = now;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
       continue;
     }
     d.admit(std::move(client));

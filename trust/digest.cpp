@@ -10,6 +10,8 @@
 #include <cstring>
 #include <new>
 
+#include "trust/system_error.hpp"
+
 namespace kernelhub::trust {
 
 void EvpHasher::Free::operator()(evp_md_ctx_st* ctx) const noexcept { EVP_MD_CTX_free(ctx); }
@@ -188,8 +190,7 @@ Result<std::uint64_t> read_all(int fd, const std::string& what, Sink&& sink) {
 
 Result<int> open_read(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return fail(ErrorCode::io, "cannot open " + path.string() + ": " + std::strerror(errno));
+  if (fd < 0) return fail(ErrorCode::io, "cannot open " + path.string() + ": " + errno_text(errno));
   return fd;
 }
 
