@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cache/fs_util.hpp"
 #include "hub/fetch_plan.hpp"
 #include "hub/kernel_status.hpp"
 #include "trust/lockfile.hpp"
@@ -94,6 +95,13 @@ HubApi::MoveCheck trusted_moves(const trust::AdminPolicy& policy,
 }
 
 Result<FetchResult> Fetcher::fetch(const FetchRequest& request, const ProgressCallback& progress) {
+  auto result = fetch_any(request, progress);
+  if (!result) return fail(cache::explain_disk_full(std::move(result).error(), cache_.root()));
+  return result;
+}
+
+Result<FetchResult> Fetcher::fetch_any(const FetchRequest& request,
+                                       const ProgressCallback& progress) {
   // The publisher decision comes before any request, cache hits and offline mode included.
   const auto decision = trust::decide_trust(policy_, request.repo.org, trust_env_);
   if (!decision.allowed) return fail(decision.code, decision.reason);

@@ -96,6 +96,8 @@ class Fetcher {
   void set_download_gate(DownloadGate gate) { download_gate_ = std::move(gate); }
 
  private:
+  // fetch() without the advice a full cache's error gets there.
+  Result<FetchResult> fetch_any(const FetchRequest& request, const ProgressCallback& progress);
   // `hops`: redirects followed so far (bounded, each trust-checked). retry_resolve=false: the
   // revision/refs lookup gets one attempt (a cached snapshot can answer instead).
   Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress,
