@@ -204,6 +204,26 @@ Outcome judge(Transfer& t, CURLcode code, const HubConfig& config, Error& error)
     }
   } else if (status == 416 && t.range_start == expected) {
     // Everything had arrived before the connection broke.
+  } else if (status == 416) {
+    // The server's copy ends before the bytes already here: they cannot be resumed from.
+    // Start over from zero (a whole body then settles whether the copy is short).
+    retry_error = {ErrorCode::http_status,
+                   t.job->path + ": the server refused to resume at byte " +
+                       std::to_string(t.range_start) + " of " + std::to_string(expected) +
+                       " (HTTP 416 from " + t.job->url +
+                       "): its copy is shorter than the Hub's tree listing says (the file "
+                       "changed on the Hub, or a proxy or mirror truncates it). The partial "
+                       "download was discarded: retry later, and if it persists report the "
+                       "damaged file to the kernel's publisher"};
+    if (auto r = writer.restart(); !r) {
+      error = r.error();
+      return Outcome::failed;
+    }
+    ++t.stats->restarted;
+    if (!attempts_left) {
+      error = retry_error;
+      return Outcome::failed;
+    }
   } else if (status >= 200 && status < 300) {
     if (!t.checked) check_response(t);  // empty body: no write callback ran
     if (t.failure) {
