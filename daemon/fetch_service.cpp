@@ -4,6 +4,7 @@
 
 #include "cache/handout.hpp"
 #include "daemon/upstream_http.hpp"
+#include "trust/lockfile.hpp"
 
 namespace kernelhub::daemon {
 
@@ -182,7 +183,9 @@ Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request,
       return fail(ErrorCode::invalid_request, "request fields must not contain control characters");
     }
   }
-  if (request.locked && !(request.revision && hub::is_commit_sha(*request.revision))) {
+  // The commit as a lock pins it (sha1 or sha256 id): what the Hub then says of it is the
+  // same answer an in-process fetch of that lock gets.
+  if (request.locked && !(request.revision && trust::is_git_object_id(*request.revision))) {
     return fail(ErrorCode::invalid_request, "a locked request names its commit as the revision");
   }
   if (request.version && *request.version > 1'000'000)
