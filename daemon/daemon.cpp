@@ -51,6 +51,9 @@ struct Connection {
   std::atomic<bool> done{false};
 };
 
+// At the end of a stop's grace: how long connection threads get to tell their clients.
+constexpr auto kTellWaitersTime = std::chrono::seconds(1);
+
 // Refusals can come in floods (one user opening hundreds of sockets): say so at most this often.
 constexpr auto kRefusalLogInterval = std::chrono::seconds(10);
 
@@ -381,6 +384,15 @@ Result<void> Daemon::run() {
         "in-flight work did not finish within {} s; exiting without it "
         "(nothing half-published; partial downloads are swept at the next start)",
         o.shutdown_grace.count());
+    // The clients still waiting hear why, before their connections close (a moment for
+    // their threads to send it).
+    d.service->abandon_waiters();
+    const auto told = std::chrono::steady_clock::now() + kTellWaitersTime;
+    while (!std::all_of(d.connections.begin(), d.connections.end(), [](const auto& c) {
+      return c->done.load();
+    }) && std::chrono::steady_clock::now() < told) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     if (o.handle_signals) std::_Exit(0);  // we own the process: abandon the stuck threads
     for (auto& conn : d.connections) {
       std::lock_guard lock(conn->mutex);

@@ -242,8 +242,9 @@ Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request,
   std::unique_lock lock(flight->mutex);
   std::uint64_t seen = 0;
   for (;;) {
-    flight->cv.wait(lock,
-                    [&] { return flight->result.has_value() || flight->progress_seq != seen; });
+    flight->cv.wait(lock, [&] {
+      return flight->result.has_value() || flight->progress_seq != seen || abandoned_.load();
+    });
     if (flight->progress_seq != seen && progress) {
       seen = flight->progress_seq;
       const hub::FetchProgress snapshot = flight->progress;
@@ -254,6 +255,13 @@ Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request,
     }
     seen = flight->progress_seq;
     if (flight->result) break;
+    if (abandoned_.load()) {
+      return fail(ErrorCode::shutting_down,
+                  "kernelhubd is stopping, and the download of " +
+                      asked_for(request.repo, request.version, request.revision) +
+                      " did not finish within its shutdown grace: retry once kernelhubd is back "
+                      "(nothing half-downloaded is published)");
+    }
   }
   const Result<hub::FetchResult> result = *flight->result;
   lock.unlock();
@@ -493,6 +501,20 @@ void FetchService::set_max_downloads(std::size_t n) {
   std::lock_guard lock(flights_mutex_);
   max_downloads_ = n == 0 ? 1 : n;
   flights_cv_.notify_all();
+}
+
+void FetchService::abandon_waiters() {
+  abandoned_.store(true);
+  std::vector<std::shared_ptr<Flight>> flights;
+  {
+    std::lock_guard lock(flights_mutex_);
+    for (const auto& [flight, thread] : flight_threads_) flights.push_back(flight);
+  }
+  // Under each flight's mutex, so a waiter between its check and its wait still wakes.
+  for (const auto& flight : flights) {
+    std::lock_guard lock(flight->mutex);
+    flight->cv.notify_all();
+  }
 }
 
 void FetchService::stop_queued() {

@@ -5,6 +5,7 @@
 // a commit for the flights that named it differently).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -84,6 +85,9 @@ class FetchService {
   void set_max_downloads(std::size_t n);
   // Stopping: flights still waiting for a turn end with shutting_down instead of starting.
   void stop_queued();
+  // Stopping, once the grace is over: every client still waiting for a flight is answered
+  // shutting_down now, before its connection closes (the flights themselves are abandoned).
+  void abandon_waiters();
 
   struct Flight;
 
@@ -141,6 +145,7 @@ class FetchService {
   std::uint64_t next_turn_ = 0;    // ticket of the next flight to be let through
   std::uint64_t next_ticket_ = 0;  // handed to each new flight in arrival order
   bool stop_queued_ = false;
+  std::atomic<bool> abandoned_{false};  // abandon_waiters() was called
 };
 
 }  // namespace kernelhub::daemon
