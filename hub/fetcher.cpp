@@ -212,9 +212,9 @@ Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchR
 Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
                                           const ProgressCallback& progress, int hops,
                                           bool retry_resolve) {
+  if (hops == 0) refused_.reset();  // before anything can fail: fetch() reads it after
   auto commit = resolve_commit(api_, asked, retry_resolve);
   if (!commit) return fail(commit.error());
-  if (hops == 0) refused_.reset();
   auto guarded = guard_version_move(asked, *commit);
   if (!guarded) return fail(guarded.error());
   if (hops > 0 || !refused_) return fetch_commit(asked, *guarded, progress, hops);

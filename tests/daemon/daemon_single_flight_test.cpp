@@ -51,10 +51,10 @@ TEST_CASE("v1 and v3 on one commit and its sha download each of its files once",
   CHECK(h.fx.server->paced_bytes() == cpu_variant_files().at(kSoName).size());
   const std::string so = "/lfs-objects/" + trust::sha256_hex(cpu_variant_files().at(kSoName));
   CHECK(h.fx.server->count("GET", so) == 1);
+  const std::string variant_url = "/resolve/" + h.fx.commit + "/build/" + kCpuVariant + "/";
   for (const auto& [name, content] : cpu_variant_files()) {
     INFO(name);
-    CHECK(h.fx.server->count(
-              "GET", "/resolve/" + h.fx.commit + "/build/" + kCpuVariant + "/" + name) == 1);
+    CHECK(h.fx.server->count("GET", variant_url + name) == 1);
   }
   CHECK(h.fx.server->count("GET", "/build/" + kCpuVariant + "/metadata.json") == 1);
 }

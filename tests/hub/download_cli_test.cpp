@@ -209,7 +209,7 @@ TEST_CASE("kernelhub download: a full cache is disk_full, names the cache and sa
       "-m",
       "/bin/sh",
       "-c",
-      "mount -t tmpfs -o size=256k tmpfs \"$0\" || exit 99; shift; exec \"$@\"",
+      R"(mount -t tmpfs -o size=256k tmpfs "$0" || exit 99; shift; exec "$@")",
       fx.cache_root.string(),
       "--",
       std::string(KH_BIN_DIR) + "/kernelhub",
