@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "trust/digest.hpp"
+#include "trust/system_error.hpp"
 #include "trust/unique_fd.hpp"
 
 namespace kernelhub::cache {
@@ -27,7 +28,7 @@ std::string random_suffix() {
 
 Unexpected errno_error(int err, std::string_view what, const std::filesystem::path& path) {
   const ErrorCode code = (err == ENOSPC || err == EDQUOT) ? ErrorCode::disk_full : ErrorCode::io;
-  return fail(code, std::string(what) + " " + path.string() + ": " + std::strerror(err));
+  return fail(code, std::string(what) + " " + path.string() + ": " + trust::errno_text(err));
 }
 
 Result<void> fsync_dir(const std::filesystem::path& dir) {
@@ -93,6 +94,15 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
     return errno_error(err, "cannot replace", path);
   }
   return sync ? fsync_dir(path.parent_path()) : ok();
+}
+
+Error explain_disk_full(Error error, const std::filesystem::path& cache_root) {
+  if (error.code != ErrorCode::disk_full) return error;
+  error.message += ". The cache at " + cache_root.string() +
+                   " is out of space (or over a disk quota): free space on its filesystem, run "
+                   "`kernelhub gc` to remove snapshots no ref names and their blobs, or point "
+                   "HF_HUB_CACHE at a larger disk";
+  return error;
 }
 
 }  // namespace kernelhub::cache

@@ -17,6 +17,10 @@ std::string random_suffix();
 // io error (disk_full for ENOSPC/EDQUOT) "<what> <path>: strerror(err)".
 Unexpected errno_error(int err, std::string_view what, const std::filesystem::path& path);
 
+// A disk_full error of a write into the cache at `cache_root`, told what to do: which cache
+// is full and how to make room. Any other error is returned as it is.
+Error explain_disk_full(Error error, const std::filesystem::path& cache_root);
+
 // Makes a rename/creation in `dir` durable.
 Result<void> fsync_dir(const std::filesystem::path& dir);
 

@@ -134,6 +134,19 @@ Result<void> DaemonConnection::read_hello_reply() {
   return ok();
 }
 
+Error DaemonConnection::closed_before_answer() const {
+  // Nobody accepting on the socket any more: the daemon itself is gone, not just this
+  // connection (a daemon that stops in order says shutting_down itself before it closes).
+  if (!proto::connect_unix(socket_)) {
+    return {ErrorCode::shutting_down,
+            "kernelhubd on " + socket_.string() +
+                " went away before answering (it stopped, is restarting, or crashed): retry "
+                "once it is back"};
+  }
+  return {ErrorCode::network,
+          "kernelhubd on " + socket_.string() + " closed the connection before answering: retry"};
+}
+
 bool DaemonConnection::closed_by_daemon() const {
   pollfd p{fd_.get(), POLLIN, 0};
   return ::poll(&p, 1, 0) != 0;
@@ -184,9 +197,7 @@ Result<DaemonConnection::Reply> DaemonConnection::exchange_once(
   for (;;) {
     auto frame = reader_.read();
     if (!frame) return fail(frame.error());
-    if (!*frame)
-      return fail(ErrorCode::network,
-                  "kernelhubd on " + socket_.string() + " closed the connection");
+    if (!*frame) return fail(closed_before_answer());
     auto message = proto::parse_message((*frame)->message, proto::Sender::daemon);
     if (!message) return fail(protocol_failure(socket_, "bad reply: " + message.error().message));
     // An error without an id ends the connection (docs/protocol.md); one with ours ends the

@@ -58,6 +58,9 @@ class DaemonConnection {
                               std::span<const int> fds, bool& answered);
   // Anything readable between requests means the daemon closed (it never speaks unasked).
   bool closed_by_daemon() const;
+  // The error for an end of stream before a request's answer: shutting_down when the daemon
+  // no longer accepts connections, else network.
+  Error closed_before_answer() const;
   // A fresh connection and handshake on the same socket.
   Result<void> reconnect();
 

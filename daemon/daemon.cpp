@@ -28,6 +28,7 @@
 #include "daemon/local_hub.hpp"
 #include "hub/signature_gate.hpp"
 #include "trust/policy.hpp"
+#include "trust/system_error.hpp"
 
 namespace kernelhub::daemon {
 
@@ -50,6 +51,9 @@ struct Connection {
   std::thread thread;
   std::atomic<bool> done{false};
 };
+
+// At the end of a stop's grace: how long connection threads get to tell their clients.
+constexpr auto kTellWaitersTime = std::chrono::seconds(1);
 
 // Refusals can come in floods (one user opening hundreds of sockets): say so at most this often.
 constexpr auto kRefusalLogInterval = std::chrono::seconds(10);
@@ -345,8 +349,14 @@ Result<void> Daemon::run() {
     if (n <= 0 || (fds[0].revents & POLLIN) == 0) continue;
     UniqueFd client(::accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!client) {
-      if (errno == EMFILE || errno == ENFILE)
+      if (const int err = errno; err == EMFILE || err == ENFILE) {
+        if (const auto now = std::chrono::steady_clock::now();
+            now - d.last_refusal_log >= kRefusalLogInterval) {
+          spdlog::warn("cannot accept connections: {}", trust::errno_text(err));
+          d.last_refusal_log = now;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
       continue;
     }
     d.admit(std::move(client));
@@ -376,6 +386,15 @@ Result<void> Daemon::run() {
         "in-flight work did not finish within {} s; exiting without it "
         "(nothing half-published; partial downloads are swept at the next start)",
         o.shutdown_grace.count());
+    // The clients still waiting hear why, before their connections close (a moment for
+    // their threads to send it).
+    d.service->abandon_waiters();
+    const auto told = std::chrono::steady_clock::now() + kTellWaitersTime;
+    while (!std::all_of(d.connections.begin(), d.connections.end(), [](const auto& c) {
+      return c->done.load();
+    }) && std::chrono::steady_clock::now() < told) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     if (o.handle_signals) std::_Exit(0);  // we own the process: abandon the stuck threads
     for (auto& conn : d.connections) {
       std::lock_guard lock(conn->mutex);

@@ -4,6 +4,7 @@
 
 #include "cache/handout.hpp"
 #include "daemon/upstream_http.hpp"
+#include "trust/lockfile.hpp"
 
 namespace kernelhub::daemon {
 
@@ -182,7 +183,9 @@ Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request,
       return fail(ErrorCode::invalid_request, "request fields must not contain control characters");
     }
   }
-  if (request.locked && !(request.revision && hub::is_commit_sha(*request.revision))) {
+  // The commit as a lock pins it (sha1 or sha256 id): what the Hub then says of it is the
+  // same answer an in-process fetch of that lock gets.
+  if (request.locked && !(request.revision && trust::is_git_object_id(*request.revision))) {
     return fail(ErrorCode::invalid_request, "a locked request names its commit as the revision");
   }
   if (request.version && *request.version > 1'000'000)
@@ -239,8 +242,9 @@ Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request,
   std::unique_lock lock(flight->mutex);
   std::uint64_t seen = 0;
   for (;;) {
-    flight->cv.wait(lock,
-                    [&] { return flight->result.has_value() || flight->progress_seq != seen; });
+    flight->cv.wait(lock, [&] {
+      return flight->result.has_value() || flight->progress_seq != seen || abandoned_.load();
+    });
     if (flight->progress_seq != seen && progress) {
       seen = flight->progress_seq;
       const hub::FetchProgress snapshot = flight->progress;
@@ -251,6 +255,13 @@ Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request,
     }
     seen = flight->progress_seq;
     if (flight->result) break;
+    if (abandoned_.load()) {
+      return fail(ErrorCode::shutting_down,
+                  "kernelhubd is stopping, and the download of " +
+                      asked_for(request.repo, request.version, request.revision) +
+                      " did not finish within its shutdown grace: retry once kernelhubd is back "
+                      "(nothing half-downloaded is published)");
+    }
   }
   const Result<hub::FetchResult> result = *flight->result;
   lock.unlock();
@@ -369,6 +380,8 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   // No platform environment: every request carries its client's platform (or a variant).
   hub::Fetcher fetcher(config, http, cache, *policy(), trust::TrustEnvironment{true, false},
                        trust::Environment{});
+  // Single flight by what a request resolved to, not only by how it was named.
+  fetcher.set_download_gate([this](const std::string& key) { return commit_turns_.enter(key); });
   hub::FetchProgress last;
   auto result = fetcher.fetch(request, [&](const hub::FetchProgress& p) {
     last = p;
@@ -488,6 +501,20 @@ void FetchService::set_max_downloads(std::size_t n) {
   std::lock_guard lock(flights_mutex_);
   max_downloads_ = n == 0 ? 1 : n;
   flights_cv_.notify_all();
+}
+
+void FetchService::abandon_waiters() {
+  abandoned_.store(true);
+  std::vector<std::shared_ptr<Flight>> flights;
+  {
+    std::lock_guard lock(flights_mutex_);
+    for (const auto& [flight, thread] : flight_threads_) flights.push_back(flight);
+  }
+  // Under each flight's mutex, so a waiter between its check and its wait still wakes.
+  for (const auto& flight : flights) {
+    std::lock_guard lock(flight->mutex);
+    flight->cv.notify_all();
+  }
 }
 
 void FetchService::stop_queued() {

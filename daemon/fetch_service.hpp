@@ -1,9 +1,11 @@
 // The daemon's fetch pipeline around hub::Fetcher: the trust decision at every hand-out,
 // a warm path (version/revision -> commit memo, per-variant manifest, fds opened beneath
 // the blobs dir without following links) and single-flight downloads shared by every
-// client that asks for the same thing at the same time.
+// client that asks for the same thing at the same time (and, once resolved, one download of
+// a commit for the flights that named it differently).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "cache/maintenance.hpp"
+#include "daemon/commit_turns.hpp"
 #include "daemon/counters.hpp"
 #include "hub/fetcher.hpp"
 #include "hub/receipt_check.hpp"
@@ -82,6 +85,9 @@ class FetchService {
   void set_max_downloads(std::size_t n);
   // Stopping: flights still waiting for a turn end with shutting_down instead of starting.
   void stop_queued();
+  // Stopping, once the grace is over: every client still waiting for a flight is answered
+  // shutting_down now, before its connection closes (the flights themselves are abandoned).
+  void abandon_waiters();
 
   struct Flight;
 
@@ -126,6 +132,9 @@ class FetchService {
   std::unordered_map<std::string, Resolved> resolved_;
   std::unordered_map<std::string, std::shared_ptr<const Manifest>> manifests_;
 
+  // Flights that resolved to the same (repo, commit, variants) download it one at a time.
+  CommitTurns commit_turns_;
+
   std::mutex flights_mutex_;
   std::condition_variable flights_cv_;
   std::map<std::string, std::shared_ptr<Flight>> flights_;
@@ -136,6 +145,7 @@ class FetchService {
   std::uint64_t next_turn_ = 0;    // ticket of the next flight to be let through
   std::uint64_t next_ticket_ = 0;  // handed to each new flight in arrival order
   bool stop_queued_ = false;
+  std::atomic<bool> abandoned_{false};  // abandon_waiters() was called
 };
 
 }  // namespace kernelhub::daemon

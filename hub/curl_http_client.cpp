@@ -39,16 +39,14 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
 
 }  // namespace
 
-Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request,
-                                               std::chrono::steady_clock::time_point deadline,
+Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request, TransferWatch& watch,
                                                bool& retryable) const {
   retryable = false;
   CurlEasy easy;
   if (!easy) return fail(ErrorCode::internal, "curl_easy_init failed");
   CurlSlist headers;
-  const auto timeout = request.timeout.value_or(config_.etag_timeout);
-  TransferOptions options{request.url, request.method == "HEAD", request.follow_redirects, timeout,
-                          request.headers};
+  TransferOptions options{request.url, request.method == "HEAD", request.follow_redirects,
+                          watch.stall, request.headers};
   KH_TRY(apply_transfer_options(easy.get(), headers, config_, options));
 
   Sink sink;
@@ -59,15 +57,6 @@ Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request,
   curl_easy_setopt(easy.get(), CURLOPT_HEADERDATA, &sink);
   std::array<char, CURL_ERROR_SIZE> error_text{};
   curl_easy_setopt(easy.get(), CURLOPT_ERRORBUFFER, error_text.data());
-  TransferWatch watch;
-  watch.stall = timeout;
-  watch.stall_variable = "HF_HUB_ETAG_TIMEOUT";
-  watch.min_bytes_per_second = config_.min_bytes_per_second;
-  watch.window = config_.min_speed_window;
-  watch.deadline = deadline;
-  watch.deadline_length = config_.api_deadline;
-  watch.deadline_variable = "KERNELHUB_API_DEADLINE";
-  watch.reset();
   watch.install(easy.get());
 
   const CURLcode code = curl_easy_perform(easy.get());
@@ -78,8 +67,9 @@ Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request,
   if (code != CURLE_OK) {
     // The deadline covers every try, and a certificate problem is permanent.
     Error error = transfer_error(code, watch, request.url, error_text.data());
+    // The floor's window spans the tries: another one would find it still under the floor.
     retryable = watch.tripped != TransferWatch::Trip::deadline &&
-                !is_tls_verification_error(code) &&
+                watch.tripped != TransferWatch::Trip::slow && !is_tls_verification_error(code) &&
                 (error.code == ErrorCode::timeout || error.code == ErrorCode::network);
     return fail(std::move(error));
   }
@@ -98,11 +88,26 @@ Result<HttpResponse> CurlHttpClient::send_once(const HttpRequest& request,
 
 Result<HttpResponse> CurlHttpClient::send(const HttpRequest& request) {
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + config_.api_deadline;
+  // One watch for every try: the deadline covers them all, the floor's window spans them.
+  TransferWatch watch;
+  const bool file = request.file_size.has_value();
+  watch.stall = request.timeout.value_or(file ? config_.download_timeout : config_.etag_timeout);
+  watch.stall_variable = file ? "HF_HUB_DOWNLOAD_TIMEOUT" : "HF_HUB_ETAG_TIMEOUT";
+  watch.min_bytes_per_second = config_.min_bytes_per_second;
+  watch.window = config_.min_speed_window;
+  watch.deadline_length = file ? config_.file_deadline(*request.file_size) : config_.api_deadline;
+  watch.deadline_variable = file ? "KERNELHUB_DOWNLOAD_DEADLINE" : "KERNELHUB_API_DEADLINE";
+  const auto deadline = Clock::now() + watch.deadline_length;
+  watch.deadline = deadline;
   RetryWaits waits;
   for (int attempt = 0;; ++attempt) {
     bool retryable = false;
-    auto result = send_once(request, deadline, retryable);
+    if (attempt == 0) {
+      watch.reset();
+    } else {
+      watch.next_attempt();
+    }
+    auto result = send_once(request, watch, retryable);
     const bool can_retry = request.retry && attempt < config_.max_retries;
     std::optional<int> asked;
     Error error;
@@ -121,8 +126,8 @@ Result<HttpResponse> CurlHttpClient::send(const HttpRequest& request) {
     if (!wait) return fail(error.code, error.message + "; " + why);
     if (Clock::now() + *wait >= deadline) {
       return fail(error.code, error.message +
-                                  "; a retry would pass the request's deadline (raise "
-                                  "KERNELHUB_API_DEADLINE)");
+                                  "; a retry would pass the request's deadline (raise " +
+                                  watch.deadline_variable + ")");
     }
     spdlog::debug("retrying {} in {} ms after: {}", request.url, wait->count(), error.message);
     std::this_thread::sleep_for(*wait);

@@ -146,7 +146,11 @@ Result<void> start_attempt(Transfer& t, CURLM* multi, const HubConfig& config) {
   t.watch.deadline = t.deadline;
   t.watch.deadline_length = deadline_length;
   t.watch.deadline_variable = "KERNELHUB_DOWNLOAD_DEADLINE";
-  t.watch.reset();
+  if (t.attempts == 1) {
+    t.watch.reset();
+  } else {
+    t.watch.next_attempt();  // the floor's window goes on across retries
+  }
   t.watch.install(easy);
   t.attachment = std::make_unique<MultiAttachment>(multi, easy);
   if (!t.attachment->ok()) return fail(ErrorCode::internal, "curl_multi_add_handle failed");
@@ -189,14 +193,37 @@ Outcome judge(Transfer& t, CURLcode code, const HubConfig& config, Error& error)
   } else if (code != CURLE_OK) {
     retry_error = transfer_error(code, t.watch, t.job->url, nullptr);
     retry_error.message = t.job->path + ": " + retry_error.message;
-    const bool deadline = t.watch.tripped == TransferWatch::Trip::deadline;
+    // Final: certificate problems, the file's deadline, and the floor (its window spans the
+    // attempts: another one would find it still under the floor, and hold the slot longer).
+    const bool final_trip = t.watch.tripped == TransferWatch::Trip::deadline ||
+                            t.watch.tripped == TransferWatch::Trip::slow;
     if (!is_retryable_transfer(code) || (code == CURLE_ABORTED_BY_CALLBACK && !t.watch.stalled()) ||
-        deadline || !attempts_left) {
-      error = retry_error;  // certificate problems and the file's deadline are final
+        final_trip || !attempts_left) {
+      error = retry_error;
       return Outcome::failed;
     }
   } else if (status == 416 && t.range_start == expected) {
     // Everything had arrived before the connection broke.
+  } else if (status == 416) {
+    // The server's copy ends before the bytes already here: they cannot be resumed from.
+    // Start over from zero (a whole body then settles whether the copy is short).
+    retry_error = {ErrorCode::http_status,
+                   t.job->path + ": the server refused to resume at byte " +
+                       std::to_string(t.range_start) + " of " + std::to_string(expected) +
+                       " (HTTP 416 from " + t.job->url +
+                       "): its copy is shorter than the Hub's tree listing says (the file "
+                       "changed on the Hub, or a proxy or mirror truncates it). The partial "
+                       "download was discarded: retry later, and if it persists report the "
+                       "damaged file to the kernel's publisher"};
+    if (auto r = writer.restart(); !r) {
+      error = r.error();
+      return Outcome::failed;
+    }
+    ++t.stats->restarted;
+    if (!attempts_left) {
+      error = retry_error;
+      return Outcome::failed;
+    }
   } else if (status >= 200 && status < 300) {
     if (!t.checked) check_response(t);  // empty body: no write callback ran
     if (t.failure) {

@@ -109,20 +109,25 @@ bool Fetcher::has_cached_snapshot(const FetchRequest& request) const {
 Result<FetchResult> Fetcher::fetch_from_cache(const FetchRequest& request) {
   auto commit = cached_commit(cache_, request);
   if (!commit) return fail(commit.error());
-  const fs::path snapshot = cache_.snapshot_dir(request.repo, *commit);
+  return fetch_cached_commit(request, *commit);
+}
+
+Result<FetchResult> Fetcher::fetch_cached_commit(const FetchRequest& request,
+                                                 const std::string& commit) {
+  const fs::path snapshot = cache_.snapshot_dir(request.repo, commit);
   std::error_code ec;
   std::vector<std::string> names;
   for (fs::directory_iterator it(snapshot / "build", ec), end; !ec && it != end; it.increment(ec)) {
     if (it->is_directory(ec)) names.push_back(it->path().filename().string());
   }
   if (names.empty())
-    return not_cached(request.repo.str() + " at " + *commit + " has no cached build variants");
+    return not_cached(request.repo.str() + " at " + commit + " has no cached build variants");
   auto variants = choose_variants(request, names);
   if (!variants) return fail(variants.error());
 
   FetchResult result;
   result.repo = request.repo;
-  result.commit = *commit;
+  result.commit = commit;
   result.variants = *variants;
   result.snapshot_path = snapshot;
   result.from_cache = true;
@@ -132,11 +137,11 @@ Result<FetchResult> Fetcher::fetch_from_cache(const FetchRequest& request) {
     auto files = hash_variant(snapshot, variant);
     if (!files) return fail(files.error());
     // The signature (receipt) first: metadata.json is parsed once it holds.
-    KH_TRY(check_cached_signature(request, *commit, variant, *files));
+    KH_TRY(check_cached_signature(request, commit, variant, *files));
     KH_TRY(verify_cached_variant(snapshot, variant, *files));
     std::vector<std::pair<std::string, std::string>> ids;
     for (const auto& file : *files) ids.emplace_back(file.path, file.etag);
-    KH_TRY(check_locked_hashes(request, *commit, variant, ids));
+    KH_TRY(check_locked_hashes(request, commit, variant, ids));
     for (auto& file : *files) result.files.push_back(std::move(file));
   }
   take_signatures(request, result);

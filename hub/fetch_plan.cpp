@@ -70,8 +70,8 @@ Result<std::string> FetchPlan::read_small(Planned& file) {
   HttpRequest request;
   request.url = std::move(*url);
   request.follow_redirects = true;
-  request.timeout = config_.download_timeout;
   request.max_body = cap;
+  request.file_size = file.entry.size;  // a file: its stall timeout and deadline
   auto response = http_.send(request);
   if (!response) return fail(response.error());
   if (!slot.filled) {

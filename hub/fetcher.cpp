@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "cache/fs_util.hpp"
 #include "hub/fetch_plan.hpp"
 #include "hub/kernel_status.hpp"
 #include "trust/lockfile.hpp"
@@ -94,6 +95,13 @@ HubApi::MoveCheck trusted_moves(const trust::AdminPolicy& policy,
 }
 
 Result<FetchResult> Fetcher::fetch(const FetchRequest& request, const ProgressCallback& progress) {
+  auto result = fetch_any(request, progress);
+  if (!result) return fail(cache::explain_disk_full(std::move(result).error(), cache_.root()));
+  return result;
+}
+
+Result<FetchResult> Fetcher::fetch_any(const FetchRequest& request,
+                                       const ProgressCallback& progress) {
   // The publisher decision comes before any request, cache hits and offline mode included.
   const auto decision = trust::decide_trust(policy_, request.repo.org, trust_env_);
   if (!decision.allowed) return fail(decision.code, decision.reason);
@@ -118,7 +126,9 @@ Result<FetchResult> Fetcher::fetch(const FetchRequest& request, const ProgressCa
   // no Retry-After wait stands between a failing Hub and the cached answer.
   const bool have_cached = has_cached_snapshot(request);
   auto online = fetch_online(request, progress, 0, /*retry_resolve=*/!have_cached);
-  if (online || !is_fallback_error(online.error().code)) return online;
+  // After a refused move the cache was asked for the accepted commit already: no other
+  // cached commit (refs/vN may name the refused one) stands in for it.
+  if (online || refused_ || !is_fallback_error(online.error().code)) return online;
   auto cached = fetch_from_cache(request);
   if (cached) {
     cached->cache_fallback =
@@ -202,12 +212,28 @@ Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchR
 Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
                                           const ProgressCallback& progress, int hops,
                                           bool retry_resolve) {
+  if (hops == 0) refused_.reset();  // before anything can fail: fetch() reads it after
   auto commit = resolve_commit(api_, asked, retry_resolve);
   if (!commit) return fail(commit.error());
-  if (hops == 0) refused_move_.clear();
   auto guarded = guard_version_move(asked, *commit);
   if (!guarded) return fail(guarded.error());
-  *commit = std::move(*guarded);
+  if (hops > 0 || !refused_) return fetch_commit(asked, *guarded, progress, hops);
+  // A refused move: the accepted commit, from the cache when it is complete there. The Hub
+  // may no longer have it (a force-push), so it is asked only when the cache cannot serve it.
+  auto cached = fetch_cached_commit(asked, *guarded);
+  if (!cached) {
+    spdlog::debug("{} is not servable from the cache ({}); asking the Hub", *guarded,
+                  cached.error().message);
+    cached = fetch_commit(asked, *guarded, progress, hops);
+  }
+  if (!cached) return fail(unavailable_after_refusal(cached.error()));
+  cached->refused_move = served_refusal();
+  spdlog::warn("{}", cached->refused_move);
+  return cached;
+}
+
+Result<FetchResult> Fetcher::fetch_commit(const FetchRequest& asked, const std::string& commit,
+                                          const ProgressCallback& progress, int hops) {
   // A renamed or transferred repo (the Hub redirected its API calls, after trusted_moves
   // approved the new name): it is fetched and cached under the name it has now.
   FetchRequest request = asked;
@@ -217,15 +243,15 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
     request.repo = *moved;
   }
   status_missing_ = false;
-  auto redirected = follow_status_redirect(request, *commit, hops);
+  auto redirected = follow_status_redirect(request, commit, hops);
   if (!redirected) return fail(redirected.error());
   if (*redirected) return fetch_online(**redirected, progress, hops + 1);
 
-  auto build = api_.list_tree(request.repo, *commit, "build", false);
+  auto build = api_.list_tree(request.repo, commit, "build", false);
   if (!build) {
     if (build.error().code != ErrorCode::entry_not_found) return fail(build.error());
     return fail(ErrorCode::no_matching_variant,
-                request.repo.str() + " at " + *commit + " has no build/ folder");
+                request.repo.str() + " at " + commit + " has no build/ folder");
   }
   std::vector<std::string> names;
   for (const auto& entry : *build) {
@@ -233,8 +259,12 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   }
   auto variants = choose_variants(request, names);
   if (!variants) return fail(variants.error());
+  // Held until this function returns: the plan below sees what an earlier turn published.
+  const auto turn = download_gate_
+                        ? download_gate_(request.repo.str() + '@' + commit + ' ' + join(*variants))
+                        : nullptr;
 
-  FetchPlan plan(config_, http_, api_, cache_, request.repo, *commit);
+  FetchPlan plan(config_, http_, api_, cache_, request.repo, commit);
   receipts_.clear();
   signature_warnings_.clear();
   if (policy_.signatures.mode != trust::SignatureMode::off) {
@@ -247,7 +277,7 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
         });
   }
   for (const auto& variant : *variants) {
-    auto files = api_.list_tree(request.repo, *commit, "build/" + variant, true);
+    auto files = api_.list_tree(request.repo, commit, "build/" + variant, true);
     if (!files) return fail(files.error());
     if (!request.locked_variant_hashes.empty()) {
       std::vector<std::pair<std::string, std::string>> ids;
@@ -255,7 +285,7 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
         if (entry.is_file && !is_ignored_kernel_file(entry.path))
           ids.emplace_back(entry.path, entry.etag());
       }
-      KH_TRY(check_locked_hashes(request, *commit, variant, ids));
+      KH_TRY(check_locked_hashes(request, commit, variant, ids));
     }
     KH_TRY(plan.add_variant(variant, *files));
   }
@@ -263,28 +293,27 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   KH_TRY(plan.verify());
   // Receipts before the snapshot: whatever is visible has its verdict recorded.
   for (const auto& receipt : receipts_) {
-    KH_TRY(cache_.write_signature_receipt(request.repo, *commit, receipt.variant,
+    KH_TRY(cache_.write_signature_receipt(request.repo, commit, receipt.variant,
                                           receipt_to_json(receipt)));
   }
   KH_TRY(plan.publish());
 
-  KH_TRY(accept_version(asked, *commit));
+  KH_TRY(accept_version(asked, commit));
   // Refs last: `kernels` resolves version N offline from refs/vN.
   if (request.version) {
-    KH_TRY(cache_.write_ref(request.repo, "v" + std::to_string(*request.version), *commit));
+    KH_TRY(cache_.write_ref(request.repo, "v" + std::to_string(*request.version), commit));
   } else if (!is_commit_sha(*request.revision)) {
-    KH_TRY(cache_.write_ref(request.repo, *request.revision, *commit));
+    KH_TRY(cache_.write_ref(request.repo, *request.revision, commit));
   }
   // Remembered as huggingface_hub does (.no_exist), so a warm fetch does not ask again; only
   // after a successful publish, so a failed fetch leaves nothing behind.
-  if (status_missing_) (void)cache_.mark_missing(request.repo, *commit, kKernelStatusFile);
+  if (status_missing_) (void)cache_.mark_missing(request.repo, commit, kKernelStatusFile);
   FetchResult result;
   result.repo = request.repo;
-  result.commit = *commit;
+  result.commit = commit;
   result.variants = *variants;
-  result.snapshot_path = cache_.snapshot_dir(request.repo, *commit);
+  result.snapshot_path = cache_.snapshot_dir(request.repo, commit);
   result.files = plan.fetched_files();
-  result.refused_move = refused_move_;
   take_signatures(request, result);
   return result;
 }

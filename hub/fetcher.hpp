@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -86,21 +88,41 @@ class Fetcher {
 
   Result<FetchResult> fetch(const FetchRequest& request, const ProgressCallback& progress = {});
 
+  // Fetchers sharing one cache (kernelhubd's flights) take turns at the download and publish
+  // of one resolved (repo, commit, variants): `gate(key)` blocks while another holds `key`
+  // and returns a token held until this fetch has published, so a request that named the
+  // same commit differently (v1 and v3, a version and its sha) finds the blobs cached.
+  using DownloadGate = std::function<std::shared_ptr<void>(const std::string& key)>;
+  void set_download_gate(DownloadGate gate) { download_gate_ = std::move(gate); }
+
  private:
+  // fetch() without the advice a full cache's error gets there.
+  Result<FetchResult> fetch_any(const FetchRequest& request, const ProgressCallback& progress);
   // `hops`: redirects followed so far (bounded, each trust-checked). retry_resolve=false: the
   // revision/refs lookup gets one attempt (a cached snapshot can answer instead).
   Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress,
                                    int hops = 0, bool retry_resolve = true);
+  // The rest of fetch_online once `commit` is decided (the rollback guard's choice): the
+  // repo's move and kernel-status redirect, the listing, the download and the publish.
+  Result<FetchResult> fetch_commit(const FetchRequest& asked, const std::string& commit,
+                                   const ProgressCallback& progress, int hops);
   // The destination request when the repo's kernel-status.toml redirects, after the trust
   // decision for the destination's publisher; nullopt when there is no redirect.
   Result<std::optional<FetchRequest>> follow_status_redirect(const FetchRequest& request,
                                                              const std::string& commit, int hops);
   Result<FetchResult> fetch_from_cache(const FetchRequest& request);
+  // The same for one given commit of the request's repo (the one the rollback guard kept).
+  Result<FetchResult> fetch_cached_commit(const FetchRequest& request, const std::string& commit);
   // The commit to serve for a version request the Hub resolved to `offered`: `offered` when
   // nothing was accepted for that vN yet, when it descends from the accepted commit, or when
   // the admin policy allows rollbacks; else the accepted commit, with the refusal recorded
-  // (refused_move_, the cache's version state, a warning).
+  // (refused_, the cache's version state).
   Result<std::string> guard_version_move(const FetchRequest& request, const std::string& offered);
+  // A refused move once the accepted commit is served: the result's refused_move (and a
+  // warning), which says what is served. And the error when it cannot be served: the move
+  // was refused, and `why` the accepted commit is not available (its code is kept).
+  std::string served_refusal() const;
+  Error unavailable_after_refusal(const Error& why) const;
   // After a successful publish: the served commit becomes the accepted one.
   Result<void> accept_version(const FetchRequest& request, const std::string& served);
   // Cheap: the cache names a commit for the request and holds its snapshot's build/ folder
@@ -128,10 +150,16 @@ class Fetcher {
   trust::TrustEnvironment trust_env_;
   trust::Environment platform_env_;
   bool status_missing_ = false;  // this fetch's repo has no kernel-status.toml
-  std::string refused_move_;     // this fetch's refused vN move, if any
+  struct RefusedMove {
+    std::string what;  // "org/name vN"
+    std::string offered;
+    std::string accepted;
+  };
+  std::optional<RefusedMove> refused_;  // this fetch's refused vN move, if any
   std::optional<SignatureVerifier> signature_verifier_;
   std::vector<SignatureReceipt> receipts_;  // this fetch's, in variant order
   std::vector<std::string> signature_warnings_;
+  DownloadGate download_gate_;
   HubApi api_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 namespace kernelhub::hub {
 
 using HeaderMap = std::map<std::string, std::string, std::less<>>;  // lower-cased names
+struct TransferWatch;
 
 struct HttpRequest {
   std::string method = "GET";  // GET or HEAD
@@ -29,6 +31,10 @@ struct HttpRequest {
   std::optional<std::chrono::milliseconds> timeout;  // default: HubConfig::etag_timeout
   std::optional<std::size_t> max_body;               // default: HubConfig::max_api_body
   bool retry = true;                                 // retry timeouts/408/429/5xx
+  // A file's body read in memory (metadata.json, kernel-status.toml) of at most this many
+  // bytes: the download timeout and that file's deadline (HubConfig::file_deadline) instead
+  // of the API ones, and their variables in the messages.
+  std::optional<std::uint64_t> file_size;
 };
 
 struct HttpResponse {
@@ -53,9 +59,9 @@ class CurlHttpClient final : public HttpClient {
   Result<HttpResponse> send(const HttpRequest& request) override;
 
  private:
-  // One try, aborted at `deadline`; `retryable` says whether a failure may be tried again.
-  Result<HttpResponse> send_once(const HttpRequest& request,
-                                 std::chrono::steady_clock::time_point deadline,
+  // One try, watched by `watch` (its deadline covers every try, its floor spans them);
+  // `retryable` says whether a failure may be tried again.
+  Result<HttpResponse> send_once(const HttpRequest& request, TransferWatch& watch,
                                  bool& retryable) const;
   HubConfig config_;
 };

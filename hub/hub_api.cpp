@@ -289,8 +289,8 @@ Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoI
   HttpRequest request;
   request.url = std::move(*url);
   request.follow_redirects = true;
-  request.timeout = config_.download_timeout;
   request.max_body = cap;
+  request.file_size = cap;  // a file: its stall timeout and deadline
   auto response = http_.send(request);
   if (!response) {
     if (response.error().code == ErrorCode::entry_not_found) return std::optional<std::string>();

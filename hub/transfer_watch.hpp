@@ -1,8 +1,10 @@
 // Slow-transfer detection shared by API calls and file downloads. A transfer is aborted when
 // no byte has moved for `stall` (curl's LOW_SPEED_TIME only has whole-second resolution),
 // when fewer than `min_bytes_per_second * window` bytes moved over the last `window` (a
-// trickle keeps the stall watch quiet forever), or at `deadline`. Each limit names the
-// variable that raises it, for the error message.
+// trickle keeps the stall watch quiet forever), or at `deadline`. The floor is the transfer's,
+// not one attempt's: its window spans retries (time spent waiting between them excluded), so
+// an upstream that sends a few bytes per connection and then drops or stalls cannot reset it.
+// Each limit names the variable that raises it, for the error message.
 #pragma once
 
 #include <curl/curl.h>
@@ -33,16 +35,35 @@ struct TransferWatch {
 
   Trip tripped = Trip::none;
   Clock::time_point last_progress = Clock::now();
+  Clock::time_point last_check = last_progress;
   curl_off_t last_bytes = -1;
+  curl_off_t earlier_attempts = 0;  // bytes the earlier attempts moved (the floor counts them)
   std::deque<std::pair<Clock::time_point, curl_off_t>> samples;  // bounded by window / 100 ms
 
   bool stalled() const { return tripped != Trip::none; }
 
+  // A new transfer: every watch starts over.
   void reset() {
     last_progress = Clock::now();
+    last_check = last_progress;
     last_bytes = -1;
+    earlier_attempts = 0;
     tripped = Trip::none;
     samples.assign(1, {last_progress, floor_bytes(0)});
+  }
+
+  // The next attempt of the same transfer: the stall watch starts over, the floor keeps its
+  // window, shifted past the wait between the attempts (a Retry-After is not slowness).
+  void next_attempt() {
+    const auto now = Clock::now();
+    const auto paused = now - last_check;
+    for (auto& sample : samples) sample.first += paused;
+    if (last_bytes > 0) earlier_attempts += last_bytes;
+    last_progress = now;
+    last_check = now;
+    last_bytes = -1;
+    tripped = Trip::none;
+    if (samples.empty()) samples.assign(1, {now, floor_bytes(0)});
   }
 
   // Why the transfer was aborted and what raises the limit; empty when it was not.
@@ -73,11 +94,13 @@ struct TransferWatch {
   }
 
   curl_off_t floor_bytes(curl_off_t own) const {
-    return aggregate ? static_cast<curl_off_t>(*aggregate) : own;
+    return aggregate ? static_cast<curl_off_t>(*aggregate) : earlier_attempts + own;
   }
 
-  // Decides whether to abort after `moved` bytes at `now`; pure, so it is unit-testable.
+  // Decides whether to abort after `moved` bytes (of this attempt) at `now`; pure, so it is
+  // unit-testable.
   Trip check(Clock::time_point now, curl_off_t moved) {
+    last_check = now;
     if (deadline && now >= *deadline) return Trip::deadline;
     if (moved != last_bytes) {
       last_bytes = moved;

@@ -25,14 +25,33 @@ Result<std::string> Fetcher::guard_version_move(const FetchRequest& request,
   if (!forward) return fail(forward.error());
   if (*forward) return offered;
 
-  refused_move_ = what + " moved to " + offered + ", which does not descend from " +
-                  state->accepted + " (accepted before); serving " + state->accepted +
-                  ". Pin a revision, or set allow_version_rollback in the admin policy, to "
-                  "follow the move";
-  spdlog::warn("{}", refused_move_);
+  refused_ = RefusedMove{what, offered, state->accepted};
+  // Said once the fetch ends: what is served (served_refusal), or why nothing is.
+  spdlog::debug("{} moved to {}, which does not descend from {}: refused", what, offered,
+                state->accepted);
   state->refused = offered;
   KH_TRY(cache_.write_version_state(request.repo, *state));
   return state->accepted;
+}
+
+std::string Fetcher::served_refusal() const {
+  if (!refused_) return {};
+  const auto& r = *refused_;
+  return r.what + " moved to " + r.offered + ", which does not descend from " + r.accepted +
+         " (accepted before); serving " + r.accepted +
+         ". Pin a revision, or set allow_version_rollback in the admin policy, to follow the move";
+}
+
+Error Fetcher::unavailable_after_refusal(const Error& why) const {
+  const auto& r = *refused_;
+  return {why.code, r.what + " moved to " + r.offered + ", which does not descend from " +
+                        r.accepted + " (accepted before): the move is refused, and " + r.accepted +
+                        " is not available (not complete in the cache, and the Hub cannot serve "
+                        "it: " +
+                        std::string(to_string(why.code)) + ": " + why.message +
+                        "). Pin a revision (--revision " + r.offered +
+                        ") to use the new commit, or set allow_version_rollback in the admin "
+                        "policy to follow the move"};
 }
 
 Result<void> Fetcher::accept_version(const FetchRequest& request, const std::string& served) {

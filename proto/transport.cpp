@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "trust/system_error.hpp"
+
 namespace kernelhub::proto {
 namespace {
 
@@ -15,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 Unexpected socket_error(const char* what, int err) {
   const bool gone = err == EPIPE || err == ECONNRESET || err == ENOTCONN;
   return fail(gone ? ErrorCode::network : ErrorCode::io,
-              std::string(what) + ": " + std::strerror(err));
+              std::string(what) + ": " + trust::errno_text(err));
 }
 
 // Waits for `events`; false on timeout. A negative timeout waits forever.
@@ -102,6 +104,7 @@ Result<bool> FrameReader::fill(std::optional<Clock::time_point> deadline) {
       return socket_error("recvmsg", errno);
     }
     // Take ownership of every fd first, so nothing leaks whatever happens next.
+    std::size_t received = 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
       if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
       const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -110,10 +113,18 @@ Result<bool> FrameReader::fill(std::optional<Clock::time_point> deadline) {
         std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
         pending_fds_.emplace_back(fd);
       }
+      received += count;
     }
-    if (msg.msg_flags & MSG_CTRUNC)
+    if (msg.msg_flags & MSG_CTRUNC) {
+      // Room was left for kMaxFdsPerFrame: a truncation short of it means the kernel could
+      // not install the descriptors here, which is this process's open-file limit.
+      if (received < kMaxFdsPerFrame) {
+        return fail(ErrorCode::io, "descriptors sent with a frame were dropped on arrival: " +
+                                       trust::errno_text(EMFILE));
+      }
       return fail(ErrorCode::protocol_error,
                   "peer sent more than " + std::to_string(kMaxFdsPerFrame) + " fds");
+    }
     if (n == 0) eof_ = true;
     decoder_.feed(std::string_view(data, static_cast<std::size_t>(n)));
     return true;

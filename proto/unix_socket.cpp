@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "proto/transport.hpp"
+#include "trust/system_error.hpp"
 
 namespace kernelhub::proto {
 namespace {
@@ -26,7 +27,7 @@ Result<sockaddr_un> address_of(const std::filesystem::path& path) {
 
 Result<UniqueFd> new_socket() {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return fail(ErrorCode::io, std::string("socket: ") + std::strerror(errno));
+  if (!fd) return fail(ErrorCode::io, std::string("socket: ") + trust::errno_text(errno));
   return fd;
 }
 

@@ -35,7 +35,7 @@ Result<std::string> commit_id(const json& node, const std::string& where) {
   std::string text = node.get<std::string>();
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (!is_lower_hex(text, 40) && !is_lower_hex(text, 64)) {
+  if (!is_git_object_id(text)) {
     return malformed(
         where, "'" + sanitize_for_message(text) + "' is not a git object id (40 or 64 hex digits)");
   }
@@ -131,6 +131,10 @@ const LockEntry* Lockfile::find(const RepoId& repo) const {
     if (entry.repo == repo) return &entry;
   }
   return nullptr;
+}
+
+bool is_git_object_id(std::string_view text) noexcept {
+  return is_lower_hex(text, 40) || is_lower_hex(text, 64);
 }
 
 Result<Lockfile> parse_lockfile(std::string_view text) {

@@ -43,6 +43,9 @@ struct Lockfile {
   const LockEntry* find(const RepoId& repo) const;
 };
 
+// A git object id as a lock pins it: 40 (sha1) or 64 (sha256) lowercase hex digits.
+bool is_git_object_id(std::string_view text) noexcept;
+
 // malformed_lockfile for anything but one of the two formats, naming the entry and member.
 Result<Lockfile> parse_lockfile(std::string_view text);
 // Reads and parses a lockfile (size-capped); io when it cannot be read.

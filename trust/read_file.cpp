@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "trust/printable.hpp"
+#include "trust/system_error.hpp"
 
 namespace kernelhub::trust {
 namespace {
@@ -37,7 +37,7 @@ std::string_view file_type_name(mode_t mode) {
 Result<struct stat> require_regular_fd(int fd, std::string_view what) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
-    return fail(ErrorCode::io, "cannot stat " + std::string(what) + ": " + std::strerror(errno));
+    return fail(ErrorCode::io, "cannot stat " + std::string(what) + ": " + errno_text(errno));
   }
   if (!S_ISREG(st.st_mode)) {
     return fail(ErrorCode::invalid_argument, std::string(what) + " is " +
@@ -49,11 +49,11 @@ Result<struct stat> require_regular_fd(int fd, std::string_view what) {
 
 Result<UniqueFd> open_regular_file(const std::filesystem::path& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!fd) return fail(ErrorCode::io, "cannot open " + shown(path) + ": " + std::strerror(errno));
+  if (!fd) return fail(ErrorCode::io, "cannot open " + shown(path) + ": " + errno_text(errno));
   KH_TRY(require_regular_fd(fd.get(), shown(path)));
   const int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
-    return fail(ErrorCode::io, "cannot use " + shown(path) + ": " + std::strerror(errno));
+    return fail(ErrorCode::io, "cannot use " + shown(path) + ": " + errno_text(errno));
   }
   return fd;
 }
@@ -63,7 +63,7 @@ Result<std::string> read_small_file(const std::filesystem::path& path, std::size
   if (!fd) return fail(fd.error());
   struct stat st {};
   if (::fstat(fd->get(), &st) != 0) {
-    return fail(ErrorCode::io, "cannot stat " + shown(path) + ": " + std::strerror(errno));
+    return fail(ErrorCode::io, "cannot stat " + shown(path) + ": " + errno_text(errno));
   }
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size > max_bytes) return too_large(path, size, max_bytes, false);
@@ -79,7 +79,7 @@ Result<std::string> read_small_file(const std::filesystem::path& path, std::size
     const ssize_t n = ::read(fd->get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0)
-      return fail(ErrorCode::io, "cannot read " + shown(path) + ": " + std::strerror(errno));
+      return fail(ErrorCode::io, "cannot read " + shown(path) + ": " + errno_text(errno));
     if (n == 0) break;
     done += static_cast<std::size_t>(n);
   }

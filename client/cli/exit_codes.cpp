@@ -33,6 +33,7 @@ int exit_code_for(ErrorCode code) {
     case ErrorCode::offline_not_cached:
     case ErrorCode::rate_limited:
     case ErrorCode::http_status:
+    case ErrorCode::shutting_down:
       return 6;
     case ErrorCode::hash_mismatch:
     case ErrorCode::size_mismatch:

@@ -11,8 +11,9 @@ inline constexpr const char* kExitCodes =
     "not lock); 3 publisher not trusted, "
     "remote code disabled, or signature missing or invalid under [signatures] enforce; 4 "
     "repo/revision/version/file not found (or no access); 5 no matching "
-    "build variant; 6 network, timeout, rate limit, Hub error, offline without a cached copy, or "
-    "no daemon when one is required; 7 integrity failure (hash/size mismatch, oversized or "
+    "build variant; 6 network, timeout, rate limit, Hub error, offline without a cached copy, "
+    "no daemon when one is required, or the daemon stopping; 7 integrity failure (hash/size "
+    "mismatch, oversized or "
     "malformed "
     "response, unsafe path); 8 disk full.";
 

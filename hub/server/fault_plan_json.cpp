@@ -13,6 +13,7 @@ nlohmann::json to_json(const FaultPlan& plan) {
   j["fail_count"] = plan.fail_count;
   j["retry_after_seconds"] = plan.retry_after_seconds;
   j["ignore_range"] = plan.ignore_range;
+  j["refuse_ranges"] = plan.refuse_ranges;
   j["path_filter"] = plan.path_filter;
   j["trickle_bytes_per_second"] = plan.trickle_bytes_per_second;
   j["endless"] = plan.endless;
@@ -42,6 +43,7 @@ Result<FaultPlan> fault_plan_from_json(const nlohmann::json& j) {
     plan.fail_count = j.value("fail_count", plan.fail_count);
     plan.retry_after_seconds = j.value("retry_after_seconds", plan.retry_after_seconds);
     plan.ignore_range = j.value("ignore_range", plan.ignore_range);
+    plan.refuse_ranges = j.value("refuse_ranges", plan.refuse_ranges);
     plan.path_filter = j.value("path_filter", plan.path_filter);
     plan.trickle_bytes_per_second =
         j.value("trickle_bytes_per_second", plan.trickle_bytes_per_second);

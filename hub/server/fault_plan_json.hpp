@@ -1,7 +1,7 @@
 // JSON forms of FaultPlan and RequestRecord, as used by the /_kernelhub test endpoints:
 // {"reset_after_bytes": N|null, "reset_times", "stall_ms": N|null, "corrupt_one_byte",
-//  "fail_status", "fail_count", "retry_after_seconds", "ignore_range", "path_filter",
-//  "trickle_bytes_per_second", "endless", "scope", "redirect_to"}.
+//  "fail_status", "fail_count", "retry_after_seconds", "ignore_range", "refuse_ranges",
+//  "path_filter", "trickle_bytes_per_second", "endless", "scope", "redirect_to"}.
 // Missing keys keep their defaults.
 #pragma once
 

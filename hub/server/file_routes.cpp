@@ -113,7 +113,7 @@ void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Respon
       first = static_cast<std::uint64_t>(a);
       if (b >= 0) last = std::min<std::uint64_t>(last, static_cast<std::uint64_t>(b));
     }
-    if (first >= file.size || (a < 0 && b == 0)) {
+    if (first >= file.size || (a < 0 && b == 0) || state->faults.refuse_ranges) {
       res.set_header("Content-Range", "bytes */" + std::to_string(file.size));
       return send_error(res, 416, "RangeNotSatisfiable",
                         "range not satisfiable for a " + std::to_string(file.size) + "-byte file");

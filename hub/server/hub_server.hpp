@@ -31,6 +31,9 @@ struct FaultPlan {
   int fail_count = 0;                              // how many requests get fail_status
   int retry_after_seconds = 0;                     // sent as Retry-After / RateLimit t=
   bool ignore_range = false;                       // answer 200 with the full body
+  // A Range request answers 416 with "bytes */<size>", as a server whose copy is shorter than
+  // the range start would (a file changed under its URL, a truncating proxy).
+  bool refuse_ranges = false;
   // Slow upstreams. trickle: bodies go out at this many bytes/s (0: full speed). endless: a
   // body that never ends (chunked, no length; the same bytes over and over). Like stall they
   // act where `scope` says: "files" (downloads whose path contains path_filter), "api" (/api/

@@ -12,6 +12,7 @@
 #include "cache/kernel_cache.hpp"
 #include "cache/repo_folder.hpp"
 #include "tests/cache/cache_test_util.hpp"
+#include "tests/support/open_file_limit.hpp"
 #include "tests/support/process.hpp"
 
 using namespace kernelhub;
@@ -190,4 +191,21 @@ TEST_CASE("a hostile manifest names nothing outside the blobs folder", "[cache][
   CHECK(code_of(f.open()) == ErrorCode::unsafe_path);
   Fixture g;
   CHECK(code_of(open_handout(g.root.get(), kRepo, "../x", g.files)) == ErrorCode::invalid_argument);
+}
+
+TEST_CASE("a hand-out at the open-file limit says which limit to raise", "[cache][handout]") {
+  Fixture fx;
+  Result<std::vector<UniqueFd>> r = fail(ErrorCode::internal, "not run");
+  bool reached = false;
+  {
+    const testing::OpenFileLimit limit;
+    reached = limit.reached();
+    r = fx.open();
+  }
+  REQUIRE(reached);  // the fault: no descriptor left
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::io);
+  CHECK_THAT(r.error().message, Catch::Contains("Too many open files") &&
+                                    Catch::Contains("ulimit -n") && Catch::Contains("LimitNOFILE"));
+  CHECK(fx.open());  // and nothing stays broken once descriptors are free again
 }

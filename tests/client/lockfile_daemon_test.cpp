@@ -114,3 +114,33 @@ TEST_CASE("download --lockfile through kernelhubd: locked commits, legacy hashes
   REQUIRE(served.exit_code == 0);
   CHECK(json::parse(served.out)[0]["commit"] == commit);
 }
+
+TEST_CASE("a lock that pins a 64-hex commit fails alike in-process and through kernelhubd",
+          "[cli][daemon][lockfile]") {
+  FixtureHub hub;
+  DaemonFixture daemon(hub);
+  TempDir dir;
+  std::ofstream(dir.path() / "kernelhub.toml")
+      << "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n";
+  REQUIRE(cli({"lock", dir.path().string(), "--format", "legacy", "-o",
+               (dir.path() / "legacy.lock").string()},
+              hub, daemon.socket())
+              .exit_code == 0);
+  auto lock = read_json(dir.path() / "legacy.lock");
+  lock[0]["sha"] = std::string(64, 'a');  // a git sha256 object id: the lockfile accepts it
+  std::ofstream(dir.path() / "sha256.lock") << lock.dump(2);
+  const std::vector<std::string> args{"download", "--lockfile",
+                                      (dir.path() / "sha256.lock").string()};
+
+  const auto through_daemon = cli(args, hub, daemon.socket());
+  const auto in_process = run_kernelhub(args, {{"HF_ENDPOINT", hub.endpoint()},
+                                               {"HF_HUB_CACHE", (dir.path() / "cache").string()},
+                                               {"KERNELS_CACHE", ""},
+                                               {"KERNELHUB_SOCKET", "/nonexistent.sock"},
+                                               {"KERNELHUB_REQUIRE_DAEMON", ""}});
+  INFO("daemon: " << through_daemon.err << "in-process: " << in_process.err);
+  CHECK(in_process.exit_code == 4);
+  CHECK(through_daemon.exit_code == in_process.exit_code);
+  CHECK_THAT(in_process.err, Catch::Contains("revision_not_found"));
+  CHECK_THAT(through_daemon.err, Catch::Contains("revision_not_found"));
+}

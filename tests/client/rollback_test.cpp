@@ -98,6 +98,69 @@ TEST_CASE("a version branch only moves forward: back and sideways moves are refu
   CHECK(accepted_state(cache)["accepted"] == b);
 }
 
+// A force-push back: v1 returns to an older commit and the accepted one is gone from the Hub.
+// The refusal serves the accepted commit from the cache without asking the Hub for it; once
+// the cache no longer holds it either, the error says the move was refused and why the
+// accepted commit is not available, and nothing claims to serve it.
+TEST_CASE("a refused force-push serves the accepted commit from the cache, gone from the Hub",
+          "[cli][daemon][rollback]") {
+  MovableHub hub;
+  TempDir dir;
+  const fs::path cache = dir.path() / "cache";
+  const bool through_daemon = GENERATE(false, true);
+  INFO((through_daemon ? "through kernelhubd" : "in-process"));
+  std::unique_ptr<DaemonFixture> daemon;
+  if (through_daemon) {
+    daemon = std::make_unique<DaemonFixture>(*hub.hub, cache,
+                                             std::vector<std::string>{"--resolve-ttl", "0"});
+  }
+  const Cli cli{hub,
+                through_daemon ? dir.path() / "user-cache" : cache,
+                through_daemon ? std::optional(daemon->socket()) : std::nullopt,
+                {}};
+  const std::string a = cli.download()["commit"];
+  const std::string b = hub.publish({"--branch", "v1", kReluSource.string()});
+  REQUIRE(cli.download()["commit"] == b);
+
+  hub.point_v1(a);
+  // Refused, with b no longer in the cache: the Hub, which still has b, serves it.
+  fs::remove_all(cache / kFolder / "snapshots" / b);
+  const auto again = cli.download();
+  CHECK(again["commit"] == b);
+  CHECK(again["from_cache"] == false);
+  CHECK_THAT(again["refused_move"].get<std::string>(), Catch::Contains("serving " + b));
+
+  REQUIRE(fs::remove(hub.store / "kernels-community" / "relu" / "commits" / (b + ".json")));
+  // The fault: the Hub no longer has b.
+  const auto gone = cli.run({"download", kRepo, "--revision", b});
+  CHECK(gone.exit_code == 4);
+  CHECK_THAT(gone.err, Catch::Contains("revision_not_found"));
+
+  const auto out = cli.download();
+  CHECK(out["commit"] == b);
+  CHECK(out["from_cache"] == true);
+  REQUIRE(out["refused_move"].is_string());
+  CHECK_THAT(out["refused_move"].get<std::string>(), Catch::Contains("serving " + b));
+  CHECK_THAT(out["stderr"].get<std::string>(), Catch::Contains("does not descend from " + b));
+  if (through_daemon) {
+    const auto status = cli.run({"status", "--json"});
+    REQUIRE(status.exit_code == 0);
+    CHECK(json::parse(status.out)["counters"]["rollbacks_refused"] == 2);
+  }
+
+  // Neither the cache nor the Hub has b: a typed error that says so, exit 4, nothing served.
+  fs::remove_all(cache / kFolder / "snapshots" / b);
+  const auto failed = cli.run({"download", kRepo, "--version", "1", "--json"});
+  CHECK(failed.exit_code == 4);
+  CHECK(failed.out.empty());
+  CHECK_THAT(failed.err,
+             Catch::Contains("revision_not_found") &&
+                 Catch::Contains("the move is refused, and " + b + " is not available") &&
+                 Catch::Contains("--revision " + a));
+  CHECK_THAT(failed.err, !Catch::Contains("serving"));
+  CHECK(accepted_state(cache)["accepted"] == b);
+}
+
 TEST_CASE("an admin policy may allow version rollbacks", "[cli][rollback]") {
   MovableHub hub;
   TempDir dir;

@@ -120,6 +120,23 @@ nlohmann::json fetch_request(const trust::RepoId& repo, std::uint64_t id,
           {"torch_version", "2.15"}, {"backend", "cpu"}, {"env", env}};
 }
 
+std::future<Result<std::pair<nlohmann::json, double>>> fetch_async(const fs::path& socket,
+                                                                   nlohmann::json request) {
+  return std::async(
+      std::launch::async,
+      [socket, request = std::move(request)]() -> Result<std::pair<nlohmann::json, double>> {
+        auto client = TestClient::connect(socket);
+        if (!client) return fail(std::move(client).error());
+        if (auto hello = client->try_hello(); !hello) return fail(hello.error());
+        const auto begin = std::chrono::steady_clock::now();
+        auto reply = client->try_call(request);
+        if (!reply) return fail(std::move(reply).error());
+        return std::pair{
+            reply->frame,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count()};
+      });
+}
+
 std::string read_fd(int fd) {
   std::string out;
   char buffer[65536];

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <filesystem>
+#include <future>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "daemon/daemon.hpp"
@@ -76,6 +78,10 @@ class TestClient {
 // A fetch of version 1 of `repo` for the fixture's CPU platform.
 nlohmann::json fetch_request(const trust::RepoId& repo, std::uint64_t id,
                              std::map<std::string, std::string> env = {});
+// `request` sent on a connection of its own, on a worker thread: the final frame and the
+// seconds it took (no assertions off the main thread).
+std::future<Result<std::pair<nlohmann::json, double>>> fetch_async(
+    const std::filesystem::path& socket, nlohmann::json request);
 std::string read_fd(int fd);
 std::size_t open_fd_count();
 

@@ -158,3 +158,30 @@ TEST_CASE("verify and gc run through the daemon and the next fetch repairs what 
   REQUIRE(ls.frame.at("repos").size() == 1);
   CHECK(ls.frame.at("repos").at(0).at("repo") == kKernelRepo.str());
 }
+
+TEST_CASE("a client still waiting when kernelhubd stops is answered shutting_down", "[daemon]") {
+  // The .so's body stalls past the 5 s shutdown grace (and then comes, so the flight ends);
+  // the stall timeout is longer than that.
+  DaemonHarness h(std::nullopt, {{"HF_HUB_DOWNLOAD_TIMEOUT", "20"}});
+  hub::server::FaultPlan plan;
+  plan.stall = std::chrono::milliseconds(7000);
+  plan.path_filter = kSoName;
+  h.fx.server->set_faults(plan);
+  h.fx.server->reset_requests();
+  auto waiting = fetch_async(h.socket, fetch_request(kKernelRepo, 1));
+  for (int i = 0; i < 500 && h.fx.server->count("GET", "/lfs-objects/") == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(h.fx.server->count("GET", "/lfs-objects/") == 1);  // the download is under way
+
+  h.daemon->request_stop();
+  const auto got = waiting.get();
+  INFO((got ? got->first.dump() : got.error().message));
+  REQUIRE(got);  // an answer, not a connection closed under it
+  CHECK(got->first.at("type") == "error");
+  CHECK(got->first.at("id") == 1);
+  CHECK(got->first.at("code") == "shutting_down");
+  CHECK_THAT(got->first.at("message").get<std::string>(),
+             Catch::Contains("kernels-community/demo-fetch v1") &&
+                 Catch::Contains("shutdown grace") && Catch::Contains("retry"));
+  CHECK(got->second < 6.5);  // the grace (5 s), then at once
+}

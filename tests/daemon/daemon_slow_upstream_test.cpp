@@ -1,11 +1,15 @@
 // A trickled upstream through kernelhubd: every client waiting on the same flight gets the
-// typed timeout (not a hang) within the configured bound, and the daemon serves the next one.
+// typed timeout (not a hang) within the configured bound, and the daemon serves the next one;
+// trickled downloads give their max_downloads slots back within the floor's window, so a
+// healthy kernel does not wait for them.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <future>
 
+#include "hub/server/store_publisher.hpp"
 #include "tests/daemon/daemon_harness.hpp"
+#include "trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;
@@ -63,4 +67,65 @@ TEST_CASE("clients waiting on a trickled flight all get timeout and the daemon s
   auto reply = next.call(fetch_request(kKernelRepo, 9));
   INFO(reply.frame.dump());
   CHECK(reply.frame.at("type") == "fetched");
+}
+
+TEST_CASE("trickled files free their download slots within the floor's window", "[daemon]") {
+  // Two download slots, a floor of 64 B/s over 1 s, the default retries (5), and a stall
+  // timeout the floor always comes before.
+  DaemonHarness h("[daemon]\nmax_downloads = 2\n", {{"KERNELHUB_MIN_BYTES_PER_SECOND", "64"},
+                                                    {"KERNELHUB_MIN_SPEED_WINDOW", "1"},
+                                                    {"HF_HUB_DOWNLOAD_TIMEOUT", "10"}});
+  h.publish_sage();
+  const trust::RepoId healthy{"kernels-community", "healthy"};
+  {
+    const auto source = h.fx.tmp.path() / "healthy-src";
+    write_variant(source / "build" / kCpuVariant,
+                  {{"__init__.py", "ops = None\n"}, {"_healthy.abi3.so", std::string(4096, 'h')}});
+    hub::server::PublishRequest request;
+    request.root = h.fx.store;
+    request.repo = healthy;
+    request.branch = "v1";
+    request.source = source;
+    request.message = "build";
+    request.timestamp = 1700000000;
+    REQUIRE(hub::server::publish_directory(request));
+  }
+  // Both kernels with the fixture's .so trickle at 1 B/s; the healthy one has none.
+  hub::server::FaultPlan plan;
+  plan.trickle_bytes_per_second = 1;
+  plan.path_filter = kSoName;
+  h.fx.server->set_faults(plan);
+  h.fx.server->reset_requests();
+  const std::string trickled = "/lfs-objects/" + trust::sha256_hex(cpu_variant_files().at(kSoName));
+
+  auto first = fetch_async(h.socket, fetch_request(kKernelRepo, 1));
+  auto second =
+      fetch_async(h.socket, fetch_request(kSageRepo, 2, {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}}));
+  // The fault: both slots are taken by a trickled body before the healthy kernel asks.
+  for (int i = 0; i < 500 && h.fx.server->count("GET", trickled) < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(h.fx.server->count("GET", trickled) == 2);
+  REQUIRE(h.daemon->counters().flights_active == 2);
+
+  auto third = fetch_async(h.socket, fetch_request(healthy, 3));
+  const auto served = third.get();
+  INFO((served ? served->first.dump() : served.error().message));
+  REQUIRE(served);
+  CHECK(served->first.at("type") == "fetched");
+  // One floor window (1 s) for the trickled ones to fail, then its own download (d141383:
+  // six windows, one per attempt).
+  CHECK(served->second < 4.0);
+
+  for (auto* stalled : {&first, &second}) {
+    auto got = stalled->get();
+    INFO((got ? got->first.dump() : got.error().message));
+    REQUIRE(got);
+    CHECK(got->first.at("code") == "timeout");
+    CHECK_THAT(got->first.at("message").get<std::string>(),
+               Catch::Contains("KERNELHUB_MIN_BYTES_PER_SECOND") &&
+                   Catch::Contains("KERNELHUB_MIN_SPEED_WINDOW"));
+    CHECK(got->second < 4.0);
+  }
+  CHECK(h.fx.server->paced_bytes() >= 2);           // the trickles ran
+  CHECK(h.fx.server->count("GET", trickled) == 2);  // and were not retried
 }

@@ -198,3 +198,39 @@ TEST_CASE("kernelhub download: a whitespace-only HF_TOKEN sends no Authorization
   CHECK_FALSE(fx.server->requests().empty());
   CHECK(authorized() == 0);
 }
+
+TEST_CASE("kernelhub download: a full cache is disk_full, names the cache and says what to do",
+          "[enospc]") {
+  FetchFixture fx;
+  std::filesystem::create_directories(fx.cache_root);
+  // The cache on a 256 KiB tmpfs of a private mount namespace: the 1.5 MiB .so cannot fit.
+  std::vector<std::string> argv{
+      "unshare",
+      "-m",
+      "/bin/sh",
+      "-c",
+      R"(mount -t tmpfs -o size=256k tmpfs "$0" || exit 99; shift; exec "$@")",
+      fx.cache_root.string(),
+      "--",
+      std::string(KH_BIN_DIR) + "/kernelhub",
+      "download",
+      "kernels-community/demo-fetch",
+      "--version",
+      "1",
+      "--variant",
+      kCpuVariant,
+      "--cache-dir",
+      fx.cache_root.string()};
+  const auto r = run_command(argv, {{"HF_ENDPOINT", fx.server->endpoint()},
+                                    {"KERNELHUB_RETRY_BASE_MS", "1"},
+                                    {"HF_HUB_OFFLINE", ""},
+                                    {"KERNELHUB_POLICY", ""}});
+  INFO(r.err);
+  REQUIRE(r.exit_code != 99);  // no tmpfs: the ENOSPC path is not exercised, a failure
+  CHECK(r.exit_code == 8);
+  CHECK(r.err.rfind("kernelhub: disk_full: ", 0) == 0);
+  CHECK_THAT(r.err, Catch::Contains("No space left on device") &&
+                        Catch::Contains("The cache at " + fx.cache_root.string()) &&
+                        Catch::Contains("free space") && Catch::Contains("kernelhub gc"));
+  CHECK(fx.server->count("GET", "/lfs-objects/") == 1);  // the download that did not fit
+}

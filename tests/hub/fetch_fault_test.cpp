@@ -73,6 +73,36 @@ TEST_CASE("a server that ignores Range after a reset still yields the correct fi
   CHECK(fx.server->count_status(206) == 0);
 }
 
+TEST_CASE("a 416 on resume starts the file over, and says what it means when it stays") {
+  FetchFixture fx;
+  hub::server::FaultPlan plan;
+  plan.reset_after_bytes = 300 * 1024;  // the first body breaks; the resume is refused
+  plan.reset_times = 1;
+  plan.refuse_ranges = true;
+  plan.path_filter = kSoName;
+  fx.server->set_faults(plan);
+  SECTION("a retry left: the whole file again, and the fetch succeeds") {
+    auto result = fx.fetch();
+    INFO((result ? std::string() : result.error().message));
+    REQUIRE(result);
+    check_so_correct(*result);
+    CHECK(fx.server->count_status(416) == 1);  // the fault happened
+  }
+  SECTION("no retry left: http_status that explains the 416") {
+    auto config = fx.config();
+    config.max_retries = 1;
+    auto result = fx.fetch(FetchFixture::request(), config);
+    CHECK(fx.server->count_status(416) == 1);
+    REQUIRE_FALSE(result);
+    CHECK(result.error().code == ErrorCode::http_status);
+    CHECK_THAT(result.error().message, Catch::Contains("HTTP 416") &&
+                                           Catch::Contains("refused to resume at byte 307200") &&
+                                           Catch::Contains("shorter than the Hub's tree listing") &&
+                                           Catch::Contains("retry later"));
+    check_nothing_published(fx);
+  }
+}
+
 TEST_CASE("a corrupted byte fails with hash_mismatch and publishes nothing") {
   FetchFixture fx;
   hub::server::FaultPlan plan;

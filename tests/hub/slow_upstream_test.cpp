@@ -1,7 +1,8 @@
-// Slow and hostile upstreams: a trickle under the throughput floor, a body that never ends, a
-// stall after the headers (each on an API reply and on a file body), and a Retry-After of an
-// hour. Each fails with a typed error within its configured bound, names the variable that
-// raises the limit, and publishes nothing. Every case first proves its fault happened.
+// Slow and hostile upstreams: a trickle under the throughput floor (also one spread over
+// many short connections), a body that never ends, a stall after the headers (each on an API
+// reply and on a file body), and a Retry-After of an hour. Each fails with a typed error within its
+// configured bound, names the variable that raises the limit, and publishes nothing. Every case
+// first proves its fault happened.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -94,6 +95,41 @@ TEST_CASE("the throughput floor trips on a trickle and never on a steady link ab
   CHECK(watch.check(t0 + milliseconds(5000), 1 << 30) == hub::TransferWatch::Trip::deadline);
 }
 
+TEST_CASE("the throughput floor's window spans the attempts of a transfer, not their waits") {
+  hub::TransferWatch watch;
+  watch.stall = milliseconds(10'000);
+  watch.min_bytes_per_second = 1024;
+  watch.window = milliseconds(30'000);
+  watch.reset();
+  auto t = Clock::now();
+  watch.samples.assign(1, {t, 0});
+  // Attempts of 10 s that each move 100 bytes and then break: none is a whole window, but
+  // the transfer is too slow once 30 s of them have passed.
+  hub::TransferWatch::Trip trip = hub::TransferWatch::Trip::none;
+  int attempts = 0;
+  for (; attempts < 10 && trip == hub::TransferWatch::Trip::none; ++attempts) {
+    if (attempts > 0) watch.next_attempt();
+    const auto start = t;
+    for (int ms = 0; ms <= 10'000 && trip == hub::TransferWatch::Trip::none; ms += 250) {
+      t = start + milliseconds(ms);
+      trip = watch.check(t, 100LL * ms / 10'000);
+    }
+  }
+  CHECK(trip == hub::TransferWatch::Trip::slow);
+  CHECK(attempts == 3);
+  CHECK(watch.earlier_attempts == 200);  // what the broken attempts moved still counts
+
+  // A wait between attempts (a Retry-After) is not slowness: the window is shifted past it.
+  watch.reset();
+  const auto t0 = Clock::now() - milliseconds(80'000);
+  watch.samples.assign(1, {t0, 0});
+  CHECK(watch.check(t0 + milliseconds(20'000), 40'000) == hub::TransferWatch::Trip::none);
+  watch.next_attempt();  // a minute after that check
+  CHECK(watch.samples.front().first >= t0 + milliseconds(59'000));
+  // Unshifted, the window would hold the minute's wait and 100 bytes: too slow at once.
+  CHECK(watch.check(Clock::now() + milliseconds(100), 100) == hub::TransferWatch::Trip::none);
+}
+
 TEST_CASE("defaults and variables of the slow-retrieval limits") {
   trust::Environment env;
   auto config = hub::HubConfig::from(env);
@@ -126,16 +162,16 @@ TEST_CASE("a 1 byte/s trickle on an API reply fails with timeout after the floor
   plan.scope = "api";
   plan.path_filter = "/api/";
   fx.server->set_faults(plan);
-  // Floor 64 B/s over 1 s, one retry: two windows plus overhead.
+  // Floor 64 B/s over 1 s: one window, and no retry (its window would span the first try).
   auto [result, seconds] = timed_fetch(
-      fx, {{"KERNELHUB_MIN_BYTES_PER_SECOND", "64"}, {"KERNELHUB_MIN_SPEED_WINDOW", "1"}}, 1);
+      fx, {{"KERNELHUB_MIN_BYTES_PER_SECOND", "64"}, {"KERNELHUB_MIN_SPEED_WINDOW", "1"}}, 3);
   CHECK(fx.server->paced_bytes() >= 1);  // the trickle ran
-  CHECK(fx.server->count("GET", "/api/") == 2);
+  CHECK(fx.server->count("GET", "/api/") == 1);
   REQUIRE_FALSE(result);
   CHECK(result.error().code == ErrorCode::timeout);
   CHECK_THAT(result.error().message, Catch::Contains("KERNELHUB_MIN_BYTES_PER_SECOND"));
-  CHECK(seconds >= 2.0);
-  CHECK(seconds < 4.0);
+  CHECK(seconds >= 1.0);
+  CHECK(seconds < 2.0);
   check_nothing_published(fx);
 }
 
@@ -146,14 +182,36 @@ TEST_CASE("a 1 byte/s trickle on a file body fails with timeout after the floor'
   plan.path_filter = kSoName;
   fx.server->set_faults(plan);
   auto [result, seconds] = timed_fetch(
-      fx, {{"KERNELHUB_MIN_BYTES_PER_SECOND", "64"}, {"KERNELHUB_MIN_SPEED_WINDOW", "1"}}, 1);
+      fx, {{"KERNELHUB_MIN_BYTES_PER_SECOND", "64"}, {"KERNELHUB_MIN_SPEED_WINDOW", "1"}}, 3);
   CHECK(fx.server->paced_bytes() >= 1);
-  CHECK(fx.server->count("GET", kSoName) + fx.server->count("GET", "/lfs-objects/") >= 2);
+  CHECK(fx.server->count("GET", "/lfs-objects/") == 1);  // the floor is final: no retry
+  REQUIRE_FALSE(result);
+  CHECK(result.error().code == ErrorCode::timeout);
+  CHECK_THAT(result.error().message, Catch::Contains("too slow") &&
+                                         Catch::Contains("KERNELHUB_MIN_BYTES_PER_SECOND") &&
+                                         Catch::Contains("KERNELHUB_MIN_SPEED_WINDOW"));
+  CHECK(seconds >= 1.0);  // one window
+  CHECK(seconds < 2.0);
+  check_nothing_published(fx);
+}
+
+TEST_CASE("an upstream that drops each connection after a few slow bytes cannot reset the floor") {
+  FetchFixture fx;
+  hub::server::FaultPlan plan;
+  plan.trickle_bytes_per_second = 16;  // a quarter of the floor
+  plan.reset_after_bytes = 8;          // half a second per connection, then dropped
+  plan.reset_times = 1000;
+  plan.path_filter = kSoName;
+  fx.server->set_faults(plan);
+  auto [result, seconds] = timed_fetch(
+      fx, {{"KERNELHUB_MIN_BYTES_PER_SECOND", "64"}, {"KERNELHUB_MIN_SPEED_WINDOW", "1"}}, 5);
+  // Each connection moved bytes (so each retry looked like progress) and none lasted a window.
+  CHECK(fx.server->count("GET", "/lfs-objects/") >= 2);
+  CHECK(fx.server->paced_bytes() >= 8);
   REQUIRE_FALSE(result);
   CHECK(result.error().code == ErrorCode::timeout);
   CHECK_THAT(result.error().message, Catch::Contains("too slow"));
-  CHECK(seconds >= 2.0);  // two attempts of one window each, progress or not
-  CHECK(seconds < 4.0);
+  CHECK(seconds < 2.0);  // about one window across the attempts, not one per attempt
   check_nothing_published(fx);
 }
 
@@ -310,4 +368,40 @@ TEST_CASE("the slow-upstream knobs travel through the fault plan's JSON") {
   auto bad = hub::server::fault_plan_from_json({{"scope", "everything"}});
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == ErrorCode::invalid_argument);
+}
+
+TEST_CASE("metadata.json read in memory is a file: its timeouts name the download variables") {
+  FetchFixture fx;
+  hub::server::FaultPlan plan;
+  plan.path_filter = "metadata.json";
+  SECTION("a stall: HF_HUB_DOWNLOAD_TIMEOUT") {
+    plan.stall = milliseconds(5000);
+    fx.server->set_faults(plan);
+    auto [result, seconds] = timed_fetch(fx, {{"HF_HUB_DOWNLOAD_TIMEOUT", "0.3"}}, 0);
+    CHECK(fx.server->count("GET", "metadata.json") == 1);  // the stalled body
+    REQUIRE_FALSE(result);
+    CHECK(result.error().code == ErrorCode::timeout);
+    CHECK_THAT(result.error().message, Catch::Contains("metadata.json") &&
+                                           Catch::Contains("HF_HUB_DOWNLOAD_TIMEOUT") &&
+                                           !Catch::Contains("HF_HUB_ETAG_TIMEOUT"));
+    CHECK(seconds < 2.0);
+  }
+  SECTION("a body that never ends: the file deadline, KERNELHUB_DOWNLOAD_DEADLINE") {
+    plan.endless = true;
+    plan.trickle_bytes_per_second = 8192;
+    fx.server->set_faults(plan);
+    auto [result, seconds] = timed_fetch(fx,
+                                         {{"KERNELHUB_MIN_BYTES_PER_SECOND", "0"},
+                                          {"KERNELHUB_DOWNLOAD_DEADLINE", "1.5"},
+                                          {"KERNELHUB_API_DEADLINE", "1.5"}},
+                                         3);
+    CHECK(fx.server->paced_bytes() >= 4096);  // more than metadata.json holds
+    REQUIRE_FALSE(result);
+    CHECK(result.error().code == ErrorCode::timeout);
+    CHECK_THAT(result.error().message, Catch::Contains("KERNELHUB_DOWNLOAD_DEADLINE") &&
+                                           !Catch::Contains("KERNELHUB_API_DEADLINE"));
+    CHECK(seconds >= 1.4);
+    CHECK(seconds < 3.0);
+  }
+  check_nothing_published(fx);
 }

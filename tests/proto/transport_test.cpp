@@ -15,6 +15,7 @@
 
 #include "proto/transport.hpp"
 #include "tests/proto/proto_test_support.hpp"
+#include "tests/support/open_file_limit.hpp"
 #include "tests/support/process.hpp"
 
 using namespace kernelhub;
@@ -142,6 +143,28 @@ TEST_CASE("fds sent with fetched arrive and refer to the same files", "[proto][t
     CHECK(inode_of((*got)->fds[i].get()) == inode_of(raw[i]));
     CHECK((::fcntl((*got)->fds[i].get(), F_GETFD) & FD_CLOEXEC) != 0);
   }
+}
+
+TEST_CASE("fds that arrive at the open-file limit say which limit to raise",
+          "[proto][transport][fds]") {
+  SocketPair pair;
+  UniqueFd file(::open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+  REQUIRE(file);
+  const std::array<int, 2> raw{file.get(), file.get()};
+  REQUIRE(send_frame(pair.a.get(), load_golden("fetched"), raw));
+  FrameReader reader(pair.b.get());
+  Result<std::optional<ReceivedFrame>> got = fail(ErrorCode::internal, "not read");
+  bool reached = false;
+  {
+    const kernelhub::testing::OpenFileLimit limit;
+    reached = limit.reached();
+    got = reader.read(std::chrono::seconds(5));
+  }
+  REQUIRE(reached);  // the fault: no descriptor left for the two that come
+  REQUIRE_FALSE(got);
+  CHECK(got.error().code == ErrorCode::io);
+  CHECK_THAT(got.error().message, Catch::Contains("dropped") && Catch::Contains("ulimit -n") &&
+                                      !Catch::Contains("more than"));
 }
 
 TEST_CASE("fds on a frame that does not announce them are closed", "[proto][transport][fds]") {
