@@ -15,15 +15,13 @@
 #include <string>
 #include <unordered_map>
 
-#include "trust/result.hpp"
+#include "trust/error_table.hpp"
 
 namespace kernelhub::daemon {
 
-// No such repo, revision or file: the Hub's own answer, which only a publish changes.
-inline bool is_definite_miss(ErrorCode code) {
-  return code == ErrorCode::repo_not_found || code == ErrorCode::revision_not_found ||
-         code == ErrorCode::entry_not_found;
-}
+// No such repo, revision or file (a 404 in the error table): the Hub's own answer, which only
+// a publish changes. A 401 is not: a token can change it.
+inline bool is_definite_miss(ErrorCode code) { return error_info(code).http_status == 404; }
 
 template <class T>
 class CoalescingMemo {

@@ -4,6 +4,7 @@
 
 #include "cache/handout.hpp"
 #include "daemon/upstream_http.hpp"
+#include "trust/error_table.hpp"
 #include "trust/lockfile.hpp"
 
 namespace kernelhub::daemon {
@@ -151,9 +152,7 @@ Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool wit
     // A policy decision is what an operator filters for (warning); the rest (not found, a
     // Hub error the flight already logged, a bad request) is routine (info).
     const auto code = out.error().code;
-    const bool refusal = code == ErrorCode::untrusted_publisher ||
-                         code == ErrorCode::remote_code_disabled || is_signature_error(code) ||
-                         code == ErrorCode::not_locked;
+    const bool refusal = kind_of(code) == ErrorKind::refusal;
     const std::string asked = asked_for(request.repo, request.version, request.revision);
     if (refusal) {
       spdlog::warn("refused {} for {}: {}: {}", asked, client, to_string(code),

@@ -70,7 +70,9 @@ class Handler {
     }
     if (path == nullptr || path->empty()) return true;
     if (auto safe = trust::validate_repo_path(*path); !safe) {
-      reply_error(safe.error());
+      // The client's path, not the Hub's listing: a bad request (400), not unsafe_path (the
+      // integrity error a hostile listing gets, 502).
+      reply_error({ErrorCode::invalid_request, safe.error().message});
       return false;
     }
     return true;

@@ -7,6 +7,7 @@
 #include "cache/fs_util.hpp"
 #include "hub/fetch_plan.hpp"
 #include "hub/kernel_status.hpp"
+#include "trust/error_table.hpp"
 #include "trust/lockfile.hpp"
 
 namespace kernelhub::hub {
@@ -28,24 +29,6 @@ Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request, boo
     return fail(ErrorCode::invalid_argument, "a version is a non-negative integer");
   }
   return api.resolve_version(request.repo, static_cast<std::uint64_t>(*request.version), retry);
-}
-
-// What huggingface_hub's snapshot_download serves the cache for: the Hub unreachable, or any
-// HTTP error from it (5xx, 429, 401/403, a repo gone or private). A missing revision or
-// version, a refused publisher or a bad answer are not.
-bool is_fallback_error(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::network:
-    case ErrorCode::timeout:
-    case ErrorCode::http_status:
-    case ErrorCode::rate_limited:
-    case ErrorCode::unauthorized:
-    case ErrorCode::gated:
-    case ErrorCode::repo_not_found:
-      return true;
-    default:
-      return false;
-  }
 }
 
 }  // namespace
@@ -128,7 +111,7 @@ Result<FetchResult> Fetcher::fetch_any(const FetchRequest& request,
   auto online = fetch_online(request, progress, 0, /*retry_resolve=*/!have_cached);
   // After a refused move the cache was asked for the accepted commit already: no other
   // cached commit (refs/vN may name the refused one) stands in for it.
-  if (online || refused_ || !is_fallback_error(online.error().code)) return online;
+  if (online || refused_ || !error_info(online.error().code).cache_fallback) return online;
   auto cached = fetch_from_cache(request);
   if (cached) {
     cached->cache_fallback =

@@ -130,3 +130,15 @@ inline Result<void> ok() { return {}; }
     auto&& kh_try_result_ = (expr);                                        \
     if (!kh_try_result_) return ::kernelhub::fail(kh_try_result_.error()); \
   } while (false)
+
+// Declares `decl` from the value of an expression returning Result<T>, or returns its error:
+//   KH_TRY_ASSIGN(auto repo, trust::RepoId::parse(text));
+// (`decl` must not hold a comma; spell a pair's type with an alias.)
+#define KH_TRY_ASSIGN(decl, ...) \
+  KH_TRY_ASSIGN_IMPL_(KH_TRY_CONCAT_(kh_try_value_, __LINE__), decl, __VA_ARGS__)
+#define KH_TRY_ASSIGN_IMPL_(tmp, decl, ...)                   \
+  auto tmp = (__VA_ARGS__);                                   \
+  if (!tmp) return ::kernelhub::fail(std::move(tmp).error()); \
+  decl = std::move(tmp).value()
+#define KH_TRY_CONCAT_(a, b) KH_TRY_CONCAT_INNER_(a, b)
+#define KH_TRY_CONCAT_INNER_(a, b) a##b

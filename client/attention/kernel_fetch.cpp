@@ -7,6 +7,7 @@
 
 #include "client/client.hpp"
 #include "hub/fetcher.hpp"
+#include "trust/error_table.hpp"
 
 namespace kernelhub::attention::detail {
 namespace {
@@ -16,38 +17,36 @@ namespace {
 std::mutex g_fetch_mutex;
 std::optional<client::Client> g_client;
 
-// The fix that goes with a failed hub fetch or load, in the user's terms.
+// The fix that goes with a failed hub fetch or load (the error table's remedy), in the
+// user's terms.
 std::string hub_fix(const HubKernelSpec& spec, ErrorCode code) {
   const std::string backend(spec.backend);
   const std::string repo(spec.repo);
-  switch (code) {
-    case ErrorCode::untrusted_publisher:
+  switch (error_info(code).remedy) {
+    case Remedy::trust_opt_in:
       return "Backend '" + backend + "' loads `" + repo +
              "`, which is not published by a trusted kernel publisher on the Hub, so loading it "
              "downloads and executes remote code. Set `DIFFUSERS_TRUST_REMOTE_KERNELS=true` to "
              "allow it.";
-    case ErrorCode::remote_code_disabled:
+    case Remedy::allow_remote_code:
       return "Remote kernels are disabled by DIFFUSERS_DISABLE_REMOTE_CODE; unset it, point "
              "LOCAL_KERNELS=" +
              repo + "=<path> at a local build, or use a native backend.";
-    case ErrorCode::offline_not_cached:
-    case ErrorCode::network:
-    case ErrorCode::timeout:
+    case Remedy::prefetch_online:
       return "Prefetch it while online: `kernelhub download " + repo + " --version " +
              std::to_string(spec.version) + "`.";
-    case ErrorCode::signature_missing:
-    case ErrorCode::signature_invalid:
+    case Remedy::signed_release:
       return "The admin policy's [signatures] refuses this build of " + repo +
              "; use a signed release (kernelhub verify-signature " + repo + " --version " +
              std::to_string(spec.version) + " shows each variant's verdict) or a native backend.";
-    case ErrorCode::no_matching_variant:
-    case ErrorCode::incompatible_kernel:
+    case Remedy::other_build:
       return "No build of " + repo +
              " fits this process; use a native backend or a matching "
              "libtorch.";
-    default:
+    case Remedy::none:
       return {};
   }
+  return {};
 }
 
 client::Client& shared_client() {

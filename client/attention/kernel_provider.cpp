@@ -7,6 +7,7 @@
 
 #include "client/attention/kernel_fetch.hpp"
 #include "kernelhub/attention_dispatch.hpp"
+#include "trust/error_table.hpp"
 #include "trust/lockfile.hpp"
 #include "trust/repo_id.hpp"
 
@@ -22,30 +23,13 @@ std::mutex g_lock_mutex;
 std::optional<std::optional<std::string>> g_lockfile_override;
 std::optional<std::pair<std::string, trust::Lockfile>> g_lockfile;
 
-bool is_refusal(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::untrusted_publisher:
-    case ErrorCode::remote_code_disabled:
-    case ErrorCode::hash_mismatch:
-    case ErrorCode::size_mismatch:
-    case ErrorCode::unsafe_kernel:
-    case ErrorCode::unsafe_path:
-    case ErrorCode::permission_denied:
-    case ErrorCode::not_locked:
-    case ErrorCode::signature_missing:
-    case ErrorCode::signature_invalid:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 void raise_kernel_error(const Error& error, const std::string& context, const std::string& fix) {
   std::string message = context + ": " + error.message;
   if (!fix.empty()) message += " " + fix;
-  if (is_refusal(error.code)) throw KernelRefused(message);
+  // Refused by a rule or by verification: never a silent fall-back to another backend.
+  if (is_refused(error.code)) throw KernelRefused(message);
   throw BackendUnavailable(message);
 }
 

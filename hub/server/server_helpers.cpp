@@ -1,6 +1,7 @@
 #include <ctime>
 
 #include "hub/server/server_context.hpp"
+#include "trust/error_table.hpp"
 
 namespace kernelhub::hub::server {
 
@@ -79,42 +80,8 @@ void register_error_handler(httplib::Server& server) {
 }
 
 void send_hub_error(httplib::Response& res, const Error& error) {
-  switch (error.code) {
-    case ErrorCode::repo_not_found:
-      return send_error(res, 404, "RepoNotFound", error.message);
-    case ErrorCode::revision_not_found:
-      return send_error(res, 404, "RevisionNotFound", error.message);
-    case ErrorCode::entry_not_found:
-      return send_error(res, 404, "EntryNotFound", error.message);
-    case ErrorCode::invalid_argument:
-    case ErrorCode::invalid_request:
-    case ErrorCode::unsafe_path:
-      return send_error(res, 400, "BadRequest", error.message);
-    case ErrorCode::untrusted_publisher:
-    case ErrorCode::remote_code_disabled:
-    case ErrorCode::signature_missing:
-    case ErrorCode::signature_invalid:
-      return send_error(res, 403, "Forbidden", error.message);
-    case ErrorCode::gated:
-    case ErrorCode::unauthorized:
-      return send_error(res, 401, "Unauthorized", error.message);
-    case ErrorCode::rate_limited:
-      return send_error(res, 429, "TooManyRequests", error.message);
-    case ErrorCode::network:
-    case ErrorCode::http_status:
-    case ErrorCode::malformed_response:
-    case ErrorCode::too_large:
-    case ErrorCode::hash_mismatch:
-    case ErrorCode::size_mismatch:
-      return send_error(res, 502, "BadGateway", error.message);
-    case ErrorCode::timeout:
-      return send_error(res, 504, "GatewayTimeout", error.message);
-    case ErrorCode::busy:
-    case ErrorCode::shutting_down:
-      return send_error(res, 503, "ServiceUnavailable", error.message);
-    default:
-      return send_error(res, 500, "InternalError", error.message);
-  }
+  const ErrorInfo& info = error_info(error.code);
+  send_error(res, info.http_status, std::string(info.hub_code), error.message);
 }
 
 bool parse_bool(const std::string& text) {
