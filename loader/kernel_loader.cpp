@@ -11,8 +11,8 @@
 #include "loader/dispatcher_ops.hpp"
 #include "loader/elf_symbols.hpp"
 #include "loader/load_order.hpp"
-#include "loader/python_shim.hpp"
 #include "loader/metadata_file.hpp"
+#include "loader/python_shim.hpp"
 #include "loader/verify.hpp"
 #include "trust/metadata.hpp"
 

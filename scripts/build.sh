@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Configures (Ninja, ccache, the venv's torch) and builds everything into build/; binaries
+# Configures (CMakePresets.json's `dev`: Ninja, ccache, the venv's torch) and builds everything into build/; binaries
 # land in build/bin, the fixture kernels and their local Hub store in build/fixtures.
 # Extra arguments go to cmake at configure time, e.g. -DCMAKE_BUILD_TYPE=Debug.
 set -euo pipefail
@@ -13,10 +13,10 @@ JOBS="${KERNELHUB_JOBS:-$(nproc)}"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-${ROOT}}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 mkdir -p "${BUILD}"
 printf 'build: configuring %s\n' "${BUILD}"
-cmake -S "${ROOT}" -B "${BUILD}" -G Ninja \
-  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
-  -DKERNELHUB_PYTHON="${ROOT}/.venv/bin/python" \
-  "$@" >"${BUILD}/configure.log" 2>&1 || { cat "${BUILD}/configure.log" >&2; exit 1; }
+# The `dev` preset of CMakePresets.json (Ninja, ccache, the venv's Python); -B keeps
+# KERNELHUB_BUILD_DIR working.
+(cd "${ROOT}" && cmake --preset dev -B "${BUILD}" "$@") >"${BUILD}/configure.log" 2>&1 \
+  || { cat "${BUILD}/configure.log" >&2; exit 1; }
 printf 'build: building with %s jobs\n' "${JOBS}"
 cmake --build "${BUILD}" -j "${JOBS}"
 printf 'build: done (binaries in %s/bin)\n' "${BUILD}"

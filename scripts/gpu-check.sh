@@ -162,10 +162,10 @@ else
   TARGETS=(kh_gpu_check kh_fixture_cuda_kernels)
 fi
 BUILD_START=${SECONDS}
-# Warnings stay warnings: this compiler is the host's, not the one CI holds to -Werror.
-"${CMAKE}" -S "${ROOT}" -B "${BUILD}" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DKERNELHUB_WITH_HUB=OFF -DKERNELHUB_BUILD_TESTS=OFF -DKERNELHUB_WERROR=OFF \
-  -DKERNELHUB_PYTHON="${PYTHON}" "${CONFIGURE[@]}" >"${WORK}/configure.log" 2>&1 \
+# CMakePresets.json's gpu-offline: Release, no Hub client and no tests, and warnings stay
+# warnings (this compiler is the host's, not the one CI holds to -Werror).
+(cd "${ROOT}" && "${CMAKE}" --preset gpu-offline -B "${BUILD}" "${GENERATOR[@]}" \
+  -DKERNELHUB_PYTHON="${PYTHON}" "${CONFIGURE[@]}") >"${WORK}/configure.log" 2>&1 \
   || { tail -30 "${WORK}/configure.log" >&2; die "configure failed (${WORK}/configure.log)"; }
 say "configured ($(grep -E 'CUDA fixtures' "${WORK}/configure.log" | sed 's/^-- //'))"
 if [[ ${CONFIGURE_ONLY} -eq 1 ]]; then

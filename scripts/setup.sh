@@ -16,7 +16,7 @@ DEB_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git binutils curl ca-certificates
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libarchive-dev libspdlog-dev
   libcli11-dev catch2 libcpp-httplib-dev libtomlplusplus-dev libsystemd-dev systemd strace
-  python3 python3-venv python3-dev clang libclang-rt-14-dev util-linux
+  python3 python3-venv python3-dev clang libclang-rt-14-dev clang-tidy-14 clang-format-14 util-linux
   openssl nginx iproute2 libgloo-dev
 )
 # openssl: the CLI the offline Sigstore test signer mints RFC 3161 timestamps with. The
@@ -27,6 +27,7 @@ DEB_PACKAGES=(
 # (nginx-light is it plus the echo module). Its own service is never used: see below.
 # libgloo-dev: gloo's headers, which torch's ProcessGroupGloo.hpp includes and the wheel does
 # not ship (client/parallel: context parallelism; torch's own gloo is what runs).
+# clang-tidy-14, clang-format-14: scripts/tidy.sh and scripts/format.sh --check (the test command).
 
 missing=()
 for pkg in "${DEB_PACKAGES[@]}"; do

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# THE test command: installs what is missing, builds everything, runs a bounded fuzz pass
-# of the protocol decoder, the non-torch suites under ASan+UBSan and the concurrency suites
-# under TSan (scripts/sanitize.sh), clang-tidy over the changed files (scripts/tidy.sh), then
-# every test (Catch2 suites, shell integration tests and the Python conformance tests)
-# through ctest. Extra arguments go to ctest, e.g. scripts/test.sh -R conformance.
+# THE test command: installs what is missing, checks the formatting (scripts/format.sh
+# --check), builds everything, runs a bounded pass of every fuzz harness, the non-torch suites
+# under ASan+UBSan and the concurrency suites under TSan (scripts/sanitize.sh), clang-tidy over
+# the changed files (scripts/tidy.sh), then every test (Catch2 suites, shell integration tests
+# and the Python conformance tests) through ctest. Extra arguments go to ctest, e.g.
+# scripts/test.sh -R conformance.
 # KERNELHUB_SANITIZE_RUNS: asan, tsan or all (default); empty skips the sanitizer runs.
 set -euo pipefail
 
@@ -18,6 +19,8 @@ timed() {
   times+=("${name} $((SECONDS - start))s")
 }
 timed setup "${ROOT}/scripts/setup.sh"
+# Formatting first: it takes seconds and needs no build.
+timed format "${ROOT}/scripts/format.sh" --check
 timed build "${ROOT}/scripts/build.sh"
 # Fuzz first, so that ctest's summary is the last thing printed. Its build (build-asan) is the
 # one the ASan suites run from.

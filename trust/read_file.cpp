@@ -78,8 +78,7 @@ Result<std::string> read_small_file(const std::filesystem::path& path, std::size
     }
     const ssize_t n = ::read(fd->get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      return fail(ErrorCode::io, "cannot read " + shown(path) + ": " + errno_text(errno));
+    if (n < 0) return fail(ErrorCode::io, "cannot read " + shown(path) + ": " + errno_text(errno));
     if (n == 0) break;
     done += static_cast<std::size_t>(n);
   }

@@ -52,8 +52,8 @@ Result<std::vector<std::string>> names(const json& node, const char* key,
     // refs may hold '/' (release/2); variants never do.
     if (!trust::validate_repo_path(text) ||
         (std::string_view(key) == "variants" && text.find('/') != std::string::npos)) {
-      return bad(where, std::string("'") + key + "' holds '" + trust::sanitize_for_message(text) +
-                            "'");
+      return bad(where,
+                 std::string("'") + key + "' holds '" + trust::sanitize_for_message(text) + "'");
     }
     out.push_back(text);
   }
@@ -70,9 +70,11 @@ Result<BundledFile> parse_file(const json& node, const std::string& where,
   BundledFile file;
   file.path = path.get<std::string>();
   bool inside = false;
-  for (const auto& variant : variants) inside = inside || file.path.starts_with("build/" + variant + "/");
+  for (const auto& variant : variants)
+    inside = inside || file.path.starts_with("build/" + variant + "/");
   if (!inside) return bad(where, file.path + " is not under one of the repo's variants");
-  if (!node.at("size").is_number_unsigned()) return bad(where, "'size' must be an unsigned integer");
+  if (!node.at("size").is_number_unsigned())
+    return bad(where, "'size' must be an unsigned integer");
   file.size = node.at("size").get<std::uint64_t>();
   const auto& etag = node.at("etag");
   if (!etag.is_string() || !(trust::is_lower_hex(etag.get_ref<const std::string&>(), 40) ||
@@ -89,8 +91,8 @@ Result<BundledFile> parse_file(const json& node, const std::string& where,
   return file;
 }
 
-Result<BundledRepo> parse_repo(const json& node, const std::string& where,
-                               std::size_t& file_count, const BundleLimits& limits) {
+Result<BundledRepo> parse_repo(const json& node, const std::string& where, std::size_t& file_count,
+                               const BundleLimits& limits) {
   KH_TRY(only(node, {"repo", "commit", "refs", "variants", "files"}, where));
   const auto& id = node.at("repo");
   if (!id.is_string()) return bad(where, "'repo' must be a string");
@@ -117,8 +119,8 @@ Result<BundledRepo> parse_repo(const json& node, const std::string& where,
   std::set<std::string> paths;
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (++file_count > limits.max_files) {
-      return fail(ErrorCode::too_large, "bundle manifest: more than " +
-                                            std::to_string(limits.max_files) + " files");
+      return fail(ErrorCode::too_large,
+                  "bundle manifest: more than " + std::to_string(limits.max_files) + " files");
     }
     auto file = parse_file(files[i], at + " file " + std::to_string(i + 1), out.variants);
     KH_TRY(file);
@@ -187,8 +189,8 @@ Result<BundleManifest> parse_manifest(std::string_view text, const BundleLimits&
   const auto& repos = (*doc)["repos"];
   if (!repos.is_array()) return bad("repos", "must be an array");
   if (repos.size() > limits.max_repos) {
-    return fail(ErrorCode::too_large, "bundle manifest: more than " +
-                                          std::to_string(limits.max_repos) + " repos");
+    return fail(ErrorCode::too_large,
+                "bundle manifest: more than " + std::to_string(limits.max_repos) + " repos");
   }
   BundleManifest manifest;
   std::size_t file_count = 0;

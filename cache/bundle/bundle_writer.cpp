@@ -70,8 +70,9 @@ Result<void> write_blob(archive* a, const std::string& name, const BundledFile& 
   }
   if (hasher.final_hex() != file.sha256) {
     return fail(ErrorCode::hash_mismatch,
-                file.path + " in the cache does not hash to its verified sha256; run "
-                            "`kernelhub verify` and fetch it again");
+                file.path +
+                    " in the cache does not hash to its verified sha256; run "
+                    "`kernelhub verify` and fetch it again");
   }
   return ok();
 }
@@ -97,10 +98,9 @@ Result<BundleStats> write_bundle(const std::filesystem::path& out,
     manifest.repos.push_back(source.repo);
   }
   const std::filesystem::path target = std::filesystem::absolute(out);
-  PartialFile partial{target.parent_path() / ("." + target.filename().string() + "." +
-                                              random_suffix() + ".partial")};
-  const UniqueFd fd(
-      ::open(partial.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  PartialFile partial{target.parent_path() /
+                      ("." + target.filename().string() + "." + random_suffix() + ".partial")};
+  const UniqueFd fd(::open(partial.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd) return errno_error(errno, "cannot create", partial.path);
 
   const ArchiveWriter a(archive_write_new());

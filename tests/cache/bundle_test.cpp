@@ -43,7 +43,11 @@ struct Variant {
   std::map<std::string, std::string> files;
   Variant() {
     files["__init__.py"] = "from ._ops import ops\n";
-    files["_relu.abi3.so"] = std::string("\x7f" "ELF", 4) + std::string(4096, '\x01');
+    files["_relu.abi3.so"] = std::string(
+                                 "\x7f"
+                                 "ELF",
+                                 4) +
+                             std::string(4096, '\x01');
     nlohmann::json meta = {{"name", "relu"}, {"id", "_relu"}, {"version", 1}};
     meta["digest"] = {{"algorithm", "sha256"},
                       {"files",
@@ -203,8 +207,7 @@ TEST_CASE("hostile bundles are refused with a typed error and nothing published"
          b.manifest(good);
          b.file(first_blob, "short");
        }},
-      {"a missing blob", ErrorCode::entry_not_found,
-       [&](ArchiveBuilder& b) { b.manifest(good); }},
+      {"a missing blob", ErrorCode::entry_not_found, [&](ArchiveBuilder& b) { b.manifest(good); }},
       {"bytes that differ from the manifest", ErrorCode::hash_mismatch,
        [&](ArchiveBuilder& b) {
          b.manifest(good);

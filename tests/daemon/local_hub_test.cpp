@@ -153,7 +153,8 @@ TEST_CASE("a Range header gets the whole file with 200, a malformed one too", "[
   }
 }
 
-TEST_CASE("kernelhubd --http localhost listens on 127.0.0.1, the address it reports", "[daemon][http]") {
+TEST_CASE("kernelhubd --http localhost listens on 127.0.0.1, the address it reports",
+          "[daemon][http]") {
   DaemonHarness h(std::nullopt, {}, std::chrono::seconds(60), "localhost:0");
   REQUIRE(h.daemon->http_port() > 0);
   httplib::Client client("127.0.0.1", h.daemon->http_port());

@@ -244,8 +244,9 @@ TEST_CASE("the --http caps and header deadline are kernelhubd flags", "[daemon][
 TEST_CASE("kernelhubd --http localhost binds loopback even when /etc/hosts says otherwise",
           "[daemon][http][limits]") {
   if (::geteuid() != 0 || !fs::exists("/usr/bin/unshare")) {
-    FAIL("needs root and unshare to give kernelhubd an /etc/hosts of its own (a test that "
-         "cannot run fails)");
+    FAIL(
+        "needs root and unshare to give kernelhubd an /etc/hosts of its own (a test that "
+        "cannot run fails)");
   }
   Workspace ws;
   const fs::path hosts = ws.dir.path() / "hosts";

@@ -55,7 +55,7 @@ std::string sha256_of_fd(int fd, std::uint64_t* size) {
 
 // Version `version` of `repo`, built as `variant`; nullopt when `repo` is not a repo id.
 std::optional<kernelhub::hub::FetchRequest> version_request(const std::string& repo, int version,
-                                                           const std::string& variant) {
+                                                            const std::string& variant) {
   auto id = kernelhub::trust::RepoId::parse(repo);
   if (!id) return std::nullopt;
   kernelhub::hub::FetchRequest request;

@@ -276,10 +276,9 @@ TEST_CASE("test endpoints exist only when enabled", "[server]") {
   REQUIRE(c.Get((kApi + "/refs").c_str()));
   const json records = get_json(c, "/_kernelhub/requests");
   REQUIRE(records.size() == 1);
-  CHECK(records[0] == json{{"method", "GET"},
-                           {"path", kApi + "/refs"},
-                           {"status", 200},
-                           {"authorization", false}});
+  CHECK(
+      records[0] ==
+      json{{"method", "GET"}, {"path", kApi + "/refs"}, {"status", 200}, {"authorization", false}});
   REQUIRE(c.Get((kApi + "/refs").c_str(), {{"Authorization", "Bearer hf_x"}}));
   CHECK(get_json(c, "/_kernelhub/requests").at(1).at("authorization") == true);
   auto set =

@@ -36,8 +36,8 @@ TEST_CASE("publish snapshots the source tree with Hub oids and LFS flags", "[sto
 
 TEST_CASE("commit id is the sha1 of the stored canonical commit JSON", "[store]") {
   testing::StoreFixture fx;
-  const auto text = testing::slurp(fx.store / kTestRepo.org / kTestRepo.name / "commits" /
-                                       (fx.commit + ".json"));
+  const auto text =
+      testing::slurp(fx.store / kTestRepo.org / kTestRepo.name / "commits" / (fx.commit + ".json"));
   trust::Sha1 sha1;
   sha1.update(text);
   CHECK(sha1.final_hex() == fx.commit);
