@@ -18,7 +18,7 @@
 
 namespace kernelhub::daemon {
 
-// Bounds that keep one local user from locking the others out (README "kernelhubd").
+// Bounds that keep one local user from locking the others out (docs/operations.md, "Limits").
 struct DaemonLimits {
   std::size_t max_connections = 256;         // all clients together
   std::size_t max_connections_per_uid = 32;  // one uid; uid 0 is exempt

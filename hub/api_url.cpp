@@ -116,10 +116,6 @@ bool has_dot_segment(std::string_view url) {
   return done();
 }
 
-bool is_host_less(std::string_view location) {
-  return location.find("://") == std::string_view::npos && !location.starts_with("//");
-}
-
 std::optional<std::string> resolve_location(std::string_view base, std::string_view location) {
   const auto parts = split(base);
   if (!parts) return std::nullopt;

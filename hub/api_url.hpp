@@ -34,10 +34,6 @@ bool has_dot_segment(std::string_view url);
 // nullopt when `base` is not an absolute URL.
 std::optional<std::string> resolve_location(std::string_view base, std::string_view location);
 
-// True when `location` names no host (path-absolute or relative): how huggingface_hub tells
-// a Hub-internal redirect from a CDN one on HEAD /resolve.
-bool is_host_less(std::string_view location);
-
 // "scheme://host:port" lower-cased, with the scheme's default port made explicit, so that
 // "https://H.co/x" and "https://h.co:443/y" compare equal. nullopt for a non-URL.
 std::optional<std::string> url_origin(std::string_view url);

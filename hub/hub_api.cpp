@@ -13,16 +13,7 @@ namespace kernelhub::hub {
 namespace {
 
 constexpr int kMaxTreePages = 10'000;
-constexpr int kMaxRelativeRedirects = 5;
 constexpr int kMaxApiRedirects = 5;
-
-std::optional<std::uint64_t> to_size(const std::optional<std::string>& text) {
-  if (!text) return std::nullopt;
-  std::uint64_t value = 0;
-  const auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (ec != std::errc() || ptr != text->data() + text->size()) return std::nullopt;
-  return value;
-}
 
 }  // namespace
 
@@ -297,54 +288,6 @@ Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoI
     return fail(response.error());
   }
   return std::optional<std::string>(std::move(response->body));
-}
-
-Result<FileMetadata> HubApi::head_file(const trust::RepoId& repo, std::string_view commit,
-                                       std::string_view path) {
-  auto response = send_with_fallback(
-      repo,
-      [&](RepoKind kind) {
-        auto request = repo_request(repo, kind, RepoRoute::resolve, commit, path);
-        if (request) request->method = "HEAD";
-        return request;
-      },
-      /*follow=*/false);  // a 3xx here carries the file's metadata
-  if (!response) return fail(response.error());
-  // Follow host-less redirects only (renames, resolve-cache); an absolute one is the CDN
-  // and its metadata is read from the 3xx itself.
-  for (int hops = 0; response->status >= 300 && response->status < 400; ++hops) {
-    const auto location = response->header("location");
-    if (!location)
-      return fail(ErrorCode::malformed_response,
-                  "redirect without Location for " + std::string(path));
-    if (!is_host_less(*location)) break;
-    const auto next = resolve_location(response->url, *location);
-    if (!next) break;
-    if (hops >= kMaxRelativeRedirects)
-      return fail(ErrorCode::malformed_response, "too many redirects for " + std::string(path));
-    HttpRequest request;
-    request.method = "HEAD";
-    request.url = *next;
-    response = http_.send(request);
-    if (!response) return fail(response.error());
-  }
-
-  FileMetadata meta;
-  const bool redirect = response->status >= 300 && response->status < 400;
-  meta.commit = response->header("x-repo-commit").value_or("");
-  const auto linked_etag = response->header("x-linked-etag");
-  meta.etag = normalize_etag(linked_etag ? *linked_etag : response->header("etag").value_or(""));
-  auto size = to_size(response->header("x-linked-size"));
-  if (!size && !redirect) size = to_size(response->header("content-length"));
-  meta.location = redirect ? response->header("location").value_or(response->url) : response->url;
-  meta.is_lfs = linked_etag.has_value() || meta.etag.size() == 64;
-  if (!is_commit_sha(meta.commit))
-    return fail(ErrorCode::malformed_response, "no X-Repo-Commit for " + std::string(path));
-  if (meta.etag.empty())
-    return fail(ErrorCode::malformed_response, "no ETag for " + std::string(path));
-  if (!size) return fail(ErrorCode::malformed_response, "no size for " + std::string(path));
-  meta.size = *size;
-  return meta;
 }
 
 }  // namespace kernelhub::hub

@@ -51,14 +51,6 @@ struct TreeEntry {
   const std::string& etag() const { return lfs_sha256 ? *lfs_sha256 : oid; }
 };
 
-struct FileMetadata {
-  std::string commit;  // X-Repo-Commit
-  std::string etag;    // X-Linked-Etag, else ETag; normalized
-  std::uint64_t size = 0;
-  std::string location;  // where the bytes are (an absolute redirect target, or the URL)
-  bool is_lfs = false;
-};
-
 class HubApi {
  public:
   // Decides whether an API redirect from `from` to another repo `to` may be followed; it
@@ -91,8 +83,6 @@ class HubApi {
   // hostile or malformed entry fails the whole listing (unsafe_path / malformed_response).
   Result<std::vector<TreeEntry>> list_tree(const trust::RepoId& repo, std::string_view commit,
                                            std::string_view path_in_repo, bool recursive);
-  Result<FileMetadata> head_file(const trust::RepoId& repo, std::string_view commit,
-                                 std::string_view path);
   // The bytes of a small file at a commit (at most `cap`); nullopt when the Hub answers
   // EntryNotFound (the normal case for optional files such as kernel-status.toml).
   Result<std::optional<std::string>> read_optional_file(const trust::RepoId& repo,

@@ -138,7 +138,7 @@ if KERNELHUB_REQUIRE_DAEMON= "${KERNELHUB}" download "kernels-community/${KERNEL
   echo "demo: FAILED: an unsigned kernel passed [signatures] enforce" >&2
   exit 1
 fi
-echo "(refused under enforce, as it should be; README \"Signed kernels\" says how to turn it on)"
+echo "(refused under enforce, as it should be; docs/security.md, \"Signed kernels\", says how to turn it on)"
 
 step "kernelhub lock: pin the project's kernels (pyproject.toml [tool.kernels.dependencies])"
 PROJECT="${DEMO}/project"

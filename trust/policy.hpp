@@ -31,7 +31,7 @@ struct TrustEnvironment {
 
 // What the administrator allows. Org names compare exactly (case-sensitive): refusing a
 // differently cased spelling is the safe failure.
-// [daemon] bounds on kernelhubd's connections and downloads (README "kernelhubd"). An
+// [daemon] bounds on kernelhubd's connections and downloads (docs/operations.md, "Limits"). An
 // absent key keeps kernelhubd's flag or built-in default.
 struct DaemonLimitSettings {
   std::optional<std::uint64_t> max_connections;          // clients served at once, in all

@@ -37,7 +37,7 @@ std::string_view to_string(SignatureMode mode) noexcept;
 struct SignatureSettings {
   // warn by default: kernels-community signs its releases, but older builds, PR builds and
   // every other publisher are unsigned today, and `kernels` itself only warns; an admin who
-  // only serves signed kernels turns on enforce (README "Signed kernels").
+  // only serves signed kernels turns on enforce (docs/security.md, "Signed kernels").
   SignatureMode mode = SignatureMode::warn;
   // "production" or "staging" (the roots compiled in), or a trusted_root.json path.
   std::string trusted_root = "production";

@@ -81,12 +81,4 @@ void check_shape(const AttentionInputs& inputs) {
   }
 }
 
-void check_head_dim_64_or_128(const AttentionInputs& inputs) {
-  const int64_t d = inputs.query.size(-1);
-  if (d != 64 && d != 128) {
-    throw InvalidInput("Query, key, and value must have a head dimension of 64 or 128, got " +
-                       std::to_string(d) + ".");
-  }
-}
-
 }  // namespace kernelhub::attention::detail

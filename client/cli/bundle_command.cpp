@@ -156,6 +156,8 @@ int run_import(const ImportArgs& args) {
   return 0;
 }
 
+}  // namespace
+
 void register_bundle(CLI::App& app, Action& action) {
   auto* bundle = app.add_subcommand("bundle", "Air-gapped bundles: create and import .tar.zst");
   bundle->require_subcommand(1);
@@ -179,12 +181,8 @@ void register_bundle(CLI::App& app, Action& action) {
   import->callback([import_args, &action] {
     action = [import_args] { return run_import(*import_args);
 };
-}  // namespace
+}  // namespace kernelhub::cli
 );
 }  // namespace kernelhub::cli
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_bundle);
 
 }  // namespace kernelhub::cli

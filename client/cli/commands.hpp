@@ -1,10 +1,10 @@
-// Subcommands of the `kernelhub` CLI. Each *_command.cpp registers one subcommand with
-// KH_REGISTER_COMMAND; the registration adds it to the app and sets `action` to what runs
-// when that subcommand is chosen. main() runs the chosen action.
+// Subcommands of the `kernelhub` CLI. Each *_command.cpp defines one register_* function that
+// adds its subcommand to the app and sets `action` to what runs when that subcommand is
+// chosen; kCommands lists them (in --help order) and main() runs the chosen action.
 #pragma once
 
+#include <array>
 #include <functional>
-#include <vector>
 
 namespace CLI {
 class App;
@@ -16,13 +16,24 @@ namespace kernelhub::cli {
 using Action = std::function<int()>;
 using Registrar = void (*)(CLI::App& app, Action& action);
 
-std::vector<Registrar>& command_registry();
+void register_bundle(CLI::App& app, Action& action);
+void register_download(CLI::App& app, Action& action);
+void register_gc(CLI::App& app, Action& action);
+void register_lock(CLI::App& app, Action& action);
+void register_ls(CLI::App& app, Action& action);
+void register_prefetch(CLI::App& app, Action& action);
+void register_publish(CLI::App& app, Action& action);
+void register_serve(CLI::App& app, Action& action);
+void register_status(CLI::App& app, Action& action);
+void register_verify_blob(CLI::App& app, Action& action);
+void register_verify(CLI::App& app, Action& action);
+void register_verify_signature(CLI::App& app, Action& action);
 
-struct CommandRegistration {
-  explicit CommandRegistration(Registrar registrar) { command_registry().push_back(registrar); }
+// Every subcommand, registered explicitly (no static constructors: the order is this list's).
+inline constexpr std::array<Registrar, 12> kCommands{
+    register_bundle, register_download,    register_gc,      register_lock,
+    register_ls,     register_prefetch,    register_publish, register_serve,
+    register_status, register_verify_blob, register_verify,  register_verify_signature,
 };
 
 }  // namespace kernelhub::cli
-
-#define KH_REGISTER_COMMAND(registrar) \
-  static const ::kernelhub::cli::CommandRegistration kh_registration_##registrar { registrar }

@@ -42,6 +42,8 @@ int run_download(const DownloadArgs& args) {
   return 0;
 }
 
+}  // namespace
+
 void register_download(CLI::App& app, Action& action) {
   auto args = std::make_shared<DownloadArgs>();
   auto* cmd =
@@ -51,9 +53,5 @@ void register_download(CLI::App& app, Action& action) {
   add_fetch_options(*cmd, args->fetch, repo);
   cmd->callback([args, &action] { action = [args] { return run_download(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_download);
 
 }  // namespace kernelhub::cli

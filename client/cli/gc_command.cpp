@@ -34,6 +34,8 @@ int run_gc(const GcArgs& args) {
   return 0;
 }
 
+}  // namespace
+
 void register_gc(CLI::App& app, Action& action) {
   auto args = std::make_shared<GcArgs>();
   auto* cmd = app.add_subcommand("gc", "Remove unreferenced snapshots and blobs from the cache");
@@ -41,9 +43,5 @@ void register_gc(CLI::App& app, Action& action) {
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &action] { action = [args] { return run_gc(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_gc);
 
 }  // namespace kernelhub::cli

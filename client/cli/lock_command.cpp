@@ -60,6 +60,8 @@ int run_lock(const LockArgs& args) {
   return 0;
 }
 
+}  // namespace
+
 void register_lock(CLI::App& app, Action& action) {
   auto args = std::make_shared<LockArgs>();
   auto* cmd = app.add_subcommand(
@@ -78,9 +80,5 @@ void register_lock(CLI::App& app, Action& action) {
   cmd->add_option("--policy", args->policy, "Admin trust policy file (default: $KERNELHUB_POLICY)");
   cmd->callback([args, &action] { action = [args] { return run_lock(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_lock);
 
 }  // namespace kernelhub::cli

@@ -107,6 +107,8 @@ int run_ls(const LsArgs& args) {
   return 0;
 }
 
+}  // namespace
+
 void register_ls(CLI::App& app, Action& action) {
   auto args = std::make_shared<LsArgs>();
   auto* cmd = app.add_subcommand("ls", "List cached kernel repos, revisions, variants and sizes");
@@ -114,9 +116,5 @@ void register_ls(CLI::App& app, Action& action) {
   cmd->add_flag("--json", args->json, "Machine-readable output (sizes in bytes)");
   cmd->callback([args, &action] { action = [args] { return run_ls(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_ls);
 
 }  // namespace kernelhub::cli

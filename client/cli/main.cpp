@@ -30,11 +30,6 @@ class EscapedPayload final : public spdlog::custom_flag_formatter {
 };
 
 }  // namespace
-
-std::vector<Registrar>& command_registry() {
-  static std::vector<Registrar> registry;
-  return registry;
-}
 }  // namespace kernelhub::cli
 
 int main(int argc, char** argv) {
@@ -55,7 +50,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "kernelhub " + std::string(kernelhub::kVersion));
 
   kernelhub::cli::Action action;
-  for (const auto registrar : kernelhub::cli::command_registry()) registrar(app, action);
+  for (const auto registrar : kernelhub::cli::kCommands) registrar(app, action);
 
   try {
     app.parse(argc, argv);

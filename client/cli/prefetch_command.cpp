@@ -30,6 +30,8 @@ int run_prefetch(const PrefetchArgs& args) {
   return fetch_each(args.fetch, requests, /*prefetch=*/true);
 }
 
+}  // namespace
+
 void register_prefetch(CLI::App& app, Action& action) {
   auto args = std::make_shared<PrefetchArgs>();
   auto* cmd =
@@ -39,9 +41,5 @@ void register_prefetch(CLI::App& app, Action& action) {
   add_fetch_options(*cmd, args->fetch, repos);
   cmd->callback([args, &action] { action = [args] { return run_prefetch(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_prefetch);
 
 }  // namespace kernelhub::cli

@@ -57,6 +57,8 @@ int run_publish(const PublishArgs& args) {
   return 0;
 }
 
+}  // namespace
+
 void register_publish(CLI::App& app, Action& action) {
   auto args = std::make_shared<PublishArgs>();
   auto* cmd =
@@ -73,9 +75,5 @@ void register_publish(CLI::App& app, Action& action) {
       ->excludes(source);
   cmd->callback([args, &action] { action = [args] { return run_publish(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_publish);
 
 }  // namespace kernelhub::cli

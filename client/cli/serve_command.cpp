@@ -146,6 +146,8 @@ int run_serve(const ServeArgs& args) {
   return 0;
 }
 
+}  // namespace
+
 void register_serve(CLI::App& app, Action& action) {
   auto args = std::make_shared<ServeArgs>();
   auto* cmd =
@@ -204,9 +206,5 @@ void register_serve(CLI::App& app, Action& action) {
                   "ORG/NAME served only under the model type (a legacy kernel repo; repeatable)");
   cmd->callback([args, &action] { action = [args] { return run_serve(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_serve);
 
 }  // namespace kernelhub::cli

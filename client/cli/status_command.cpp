@@ -92,6 +92,8 @@ int run_status(const StatusArgs& args) {
   return 0;
 }
 
+}  // namespace
+
 void register_status(CLI::App& app, Action& action) {
   auto args = std::make_shared<StatusArgs>();
   auto* cmd = app.add_subcommand("status", "Show whether kernelhubd runs, its health and counters");
@@ -107,9 +109,5 @@ void register_status(CLI::App& app, Action& action) {
       ->excludes(json);
   cmd->callback([args, &action] { action = [args] { return run_status(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_status);
 
 }  // namespace kernelhub::cli

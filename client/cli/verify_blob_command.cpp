@@ -92,6 +92,8 @@ std::string exit_codes() {
          "its 1 MiB does not verify: 1).";
 }
 
+}  // namespace
+
 void register_verify_blob(CLI::App& app, Action& action) {
   auto args = std::make_shared<VerifyBlobArgs>();
   auto* cmd = app.add_subcommand(
@@ -114,9 +116,5 @@ void register_verify_blob(CLI::App& app, Action& action) {
                   "production (default) or staging (the pinned roots), or a trusted_root.json");
   cmd->callback([args, &action] { action = [args] { return run_verify_blob(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_verify_blob);
 
 }  // namespace kernelhub::cli

@@ -57,6 +57,8 @@ int run_verify(const VerifyArgs& args) {
   return corrupt.empty() && changed.empty() ? 0 : exit_code_for(ErrorCode::hash_mismatch);
 }
 
+}  // namespace
+
 void register_verify(CLI::App& app, Action& action) {
   auto args = std::make_shared<VerifyArgs>();
   auto* cmd = app.add_subcommand("verify",
@@ -67,9 +69,5 @@ void register_verify(CLI::App& app, Action& action) {
   cmd->add_flag("--json", args->json, "Machine-readable output");
   cmd->callback([args, &action] { action = [args] { return run_verify(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_verify);
 
 }  // namespace kernelhub::cli

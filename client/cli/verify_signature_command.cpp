@@ -68,6 +68,8 @@ int run_verify_signature(const VerifySignatureArgs& args) {
   return all_hold ? 0 : 1;
 }
 
+}  // namespace
+
 void register_verify_signature(CLI::App& app, Action& action) {
   auto args = std::make_shared<VerifySignatureArgs>();
   auto* cmd = app.add_subcommand(
@@ -88,9 +90,5 @@ void register_verify_signature(CLI::App& app, Action& action) {
                   "Cache to fetch into (default: the user's, as embedded mode)");
   cmd->callback([args, &action] { action = [args] { return run_verify_signature(*args); }; });
 }
-
-}  // namespace
-
-KH_REGISTER_COMMAND(register_verify_signature);
 
 }  // namespace kernelhub::cli

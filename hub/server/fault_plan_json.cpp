@@ -76,17 +76,4 @@ nlohmann::json to_json(const std::vector<RequestRecord>& records) {
   return out;
 }
 
-Result<std::vector<RequestRecord>> request_records_from_json(const nlohmann::json& j) {
-  std::vector<RequestRecord> out;
-  try {
-    for (const auto& r : j) {
-      out.push_back({r.at("method").get<std::string>(), r.at("path").get<std::string>(),
-                     r.at("status").get<int>(), r.value("authorization", false)});
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return fail(ErrorCode::malformed_response, std::string("bad request records: ") + e.what());
-  }
-  return out;
-}
-
 }  // namespace kernelhub::hub::server

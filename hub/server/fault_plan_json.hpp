@@ -16,6 +16,5 @@ namespace kernelhub::hub::server {
 nlohmann::json to_json(const FaultPlan& plan);
 Result<FaultPlan> fault_plan_from_json(const nlohmann::json& json);
 nlohmann::json to_json(const std::vector<RequestRecord>& records);
-Result<std::vector<RequestRecord>> request_records_from_json(const nlohmann::json& json);
 
 }  // namespace kernelhub::hub::server

@@ -172,7 +172,7 @@ TEST_CASE("warn: an unsigned or tampered kernel is served with a warning on the 
 }
 
 // Issue 21: an oversized .sigstore failed the fetch in every mode (too_large), where the
-// README's table says warn serves an invalid signature with a warning.
+// docs/security.md's table ("Signed kernels") says warn serves an invalid signature with a warning.
 TEST_CASE("an oversized bundle is an invalid signature: served with a warning, or refused",
           "[signatures][daemon]") {
   const Signer signer;

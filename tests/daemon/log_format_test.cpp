@@ -1,5 +1,6 @@
 // kernelhubd's log lines: under journald each line carries its syslog priority, so
-// `journalctl -p warning` filters refusals and upstream errors (README "Logs").
+// `journalctl -p warning` filters refusals and upstream errors (docs/operations.md, "Metrics and
+// logs").
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

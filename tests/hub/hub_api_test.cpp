@@ -79,28 +79,6 @@ TEST_CASE("resolve_revision maps branches to commits and returns a sha without a
   }));
 }
 
-TEST_CASE("head_file reads LFS metadata from the redirect and git metadata from a 200") {
-  FetchFixture fx;
-  hub::CurlHttpClient http(fx.config());
-  hub::HubApi api(fx.config(), http);
-  const auto files = cpu_variant_files();
-  auto lfs = api.head_file(kKernelRepo, fx.commit, "build/" + kCpuVariant + "/" + kSoName);
-  REQUIRE(lfs);
-  CHECK(lfs->commit == fx.commit);
-  CHECK(lfs->etag == trust::sha256_hex(files.at(kSoName)));
-  CHECK(lfs->size == files.at(kSoName).size());
-  CHECK(lfs->is_lfs);
-  CHECK(lfs->location.find("/lfs-objects/") != std::string::npos);
-  auto small = api.head_file(kKernelRepo, fx.commit, "build/" + kCpuVariant + "/_ops.py");
-  REQUIRE(small);
-  CHECK(small->etag == trust::git_blob_sha1_hex(files.at("_ops.py")));
-  CHECK(small->size == files.at("_ops.py").size());
-  CHECK_FALSE(small->is_lfs);
-  auto missing = api.head_file(kKernelRepo, fx.commit, "build/nope.py");
-  REQUIRE_FALSE(missing);
-  CHECK(missing.error().code == ErrorCode::entry_not_found);
-}
-
 TEST_CASE("a legacy model-type kernel repo is found through the model paths, and remembered") {
   LocalHttpServer http;
   const std::string sha(40, 'c');

@@ -332,8 +332,6 @@ TEST_CASE("API redirect URLs: Location resolution, origins and the repo a URL na
   CHECK(hub::resolve_location(base, "//other:1/x") == "http://other:1/x");
   CHECK(hub::resolve_location(base, "https://h/x") == "https://h/x");
   CHECK_FALSE(hub::resolve_location("not a url", "/x"));
-  CHECK(hub::is_host_less("/x"));
-  CHECK_FALSE(hub::is_host_less("//h/x"));
   CHECK(hub::url_origin("https://HF.co/api") == hub::url_origin("https://hf.co:443/x"));
   CHECK(hub::url_origin("http://h/x") == "http://h:80");
   CHECK(hub::url_origin("http://[::1]:9/x") == "http://[::1]:9");

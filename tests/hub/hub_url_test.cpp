@@ -134,7 +134,7 @@ TEST_CASE("HubApi asks nothing for a revision, path or repo that repo_url refuse
           ErrorCode::unsafe_path);
   refused(api.list_tree(kRepo, "..", "", false), ErrorCode::invalid_argument);
   refused(api.list_tree(kRepo, kSha, ".", true), ErrorCode::unsafe_path);
-  refused(api.head_file(kRepo, kSha, "build/../../x"), ErrorCode::unsafe_path);
+  refused(api.read_optional_file(kRepo, kSha, "build/../../x", 100), ErrorCode::unsafe_path);
   refused(api.read_optional_file(kRepo, kSha, "a/%2e%2e/b", 100), ErrorCode::unsafe_path);
   refused(api.history_contains(kRepo, "../x", kSha, 10), ErrorCode::invalid_argument);
   refused(api.resolve_url(kRepo, kSha, "../x"), ErrorCode::unsafe_path);

@@ -109,7 +109,7 @@ class ContextParallel : public attention::AttentionParallelism {
                      const attention::AttentionOptions& options) override;
 
   // This rank's contiguous slice of `full` along split_dim; UnevenShards unless the world
-  // size divides its length (pad the sequence yourself and mask nothing: see the README).
+  // size divides its length (pad the sequence yourself and mask nothing: see docs/cpp-api.md).
   at::Tensor shard(const at::Tensor& full) const;
   // The slices of every rank concatenated along split_dim (collective).
   at::Tensor gather(const at::Tensor& local);
