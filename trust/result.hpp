@@ -135,10 +135,10 @@ inline Result<void> ok() { return {}; }
 //   KH_TRY_ASSIGN(auto repo, trust::RepoId::parse(text));
 // (`decl` must not hold a comma; spell a pair's type with an alias.)
 #define KH_TRY_ASSIGN(decl, ...) \
-  KH_TRY_ASSIGN_IMPL_(KH_TRY_CONCAT_(kh_try_value_, __LINE__), decl, __VA_ARGS__)
-#define KH_TRY_ASSIGN_IMPL_(tmp, decl, ...)                   \
+  KH_TRY_ASSIGN_IMPL(KH_TRY_CONCAT(kh_try_value_, __LINE__), decl, __VA_ARGS__)
+#define KH_TRY_ASSIGN_IMPL(tmp, decl, ...)                    \
   auto tmp = (__VA_ARGS__);                                   \
   if (!tmp) return ::kernelhub::fail(std::move(tmp).error()); \
   decl = std::move(tmp).value()
-#define KH_TRY_CONCAT_(a, b) KH_TRY_CONCAT_INNER_(a, b)
-#define KH_TRY_CONCAT_INNER_(a, b) a##b
+#define KH_TRY_CONCAT(a, b) KH_TRY_CONCAT_INNER(a, b)
+#define KH_TRY_CONCAT_INNER(a, b) a##b
