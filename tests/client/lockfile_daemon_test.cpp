@@ -30,6 +30,18 @@ json read_json(const fs::path& path) {
   return json::parse(in);
 }
 
+// A project that depends on relu v1, locked through kernelhubd in the legacy format; the lock.
+json lock_relu_legacy(const fs::path& dir, const FixtureHub& hub, const fs::path& socket) {
+  std::ofstream(dir / "kernelhub.toml")
+      << "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n";
+  const auto locked =
+      cli({"lock", dir.string(), "--format", "legacy", "-o", (dir / "legacy.lock").string()}, hub,
+          socket);
+  INFO(locked.err);
+  REQUIRE(locked.exit_code == 0);
+  return read_json(dir / "legacy.lock");
+}
+
 std::size_t blob_count(const fs::path& cache) {
   const fs::path blobs = cache / "kernels--kernels-community--relu" / "blobs";
   std::error_code ec;
@@ -45,16 +57,7 @@ TEST_CASE("download --lockfile through kernelhubd: locked commits, legacy hashes
   FixtureHub hub;
   DaemonFixture daemon(hub);
   TempDir dir;
-  {
-    std::ofstream(dir.path() / "kernelhub.toml")
-        << "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n";
-  }
-  const auto locked = cli({"lock", dir.path().string(), "--format", "legacy", "-o",
-                           (dir.path() / "legacy.lock").string()},
-                          hub, daemon.socket());
-  INFO(locked.err);
-  REQUIRE(locked.exit_code == 0);
-  auto legacy = read_json(dir.path() / "legacy.lock");
+  auto legacy = lock_relu_legacy(dir.path(), hub, daemon.socket());
   REQUIRE(legacy.size() == 1);
   const std::string commit = legacy[0]["sha"];
   REQUIRE(legacy[0]["variants"].contains(KH_FIXTURE_VARIANT));
@@ -120,13 +123,7 @@ TEST_CASE("a lock that pins a 64-hex commit fails alike in-process and through k
   FixtureHub hub;
   DaemonFixture daemon(hub);
   TempDir dir;
-  std::ofstream(dir.path() / "kernelhub.toml")
-      << "[tool.kernels.dependencies]\n\"kernels-community/relu\" = 1\n";
-  REQUIRE(cli({"lock", dir.path().string(), "--format", "legacy", "-o",
-               (dir.path() / "legacy.lock").string()},
-              hub, daemon.socket())
-              .exit_code == 0);
-  auto lock = read_json(dir.path() / "legacy.lock");
+  auto lock = lock_relu_legacy(dir.path(), hub, daemon.socket());
   lock[0]["sha"] = std::string(64, 'a');  // a git sha256 object id: the lockfile accepts it
   std::ofstream(dir.path() / "sha256.lock") << lock.dump(2);
   const std::vector<std::string> args{"download", "--lockfile",
