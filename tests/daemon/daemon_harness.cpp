@@ -50,16 +50,19 @@ DaemonHarness::~DaemonHarness() {
   if (run_error_) FAIL_CHECK("daemon: " << *run_error_);
 }
 
-void DaemonHarness::publish_sage() {
+void DaemonHarness::publish(const trust::RepoId& repo, const std::string& branch,
+                            const std::filesystem::path& source, const std::string& message) {
   hub::server::PublishRequest request;
   request.root = fx.store;
-  request.repo = kSageRepo;
-  request.branch = "v1";
-  request.source = fx.tmp.path() / "src";
-  request.message = "build";
+  request.repo = repo;
+  request.branch = branch;
+  request.source = source;
+  request.message = message;
   request.timestamp = 1700000000;
   REQUIRE(hub::server::publish_directory(request));
 }
+
+void DaemonHarness::publish_sage() { publish(kSageRepo, "v1", fx.tmp.path() / "src"); }
 
 namespace {
 

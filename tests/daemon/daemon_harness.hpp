@@ -39,6 +39,9 @@ class DaemonHarness {
   std::unique_ptr<daemon::Daemon> daemon;
 
   void publish_sage();  // the same kernel under a publisher that needs opt-in
+  // Publishes `source` into the fixture store as a commit of `repo` on `branch`.
+  void publish(const trust::RepoId& repo, const std::string& branch,
+               const std::filesystem::path& source, const std::string& message = "build");
 
  private:
   std::thread thread_;

@@ -81,14 +81,7 @@ TEST_CASE("trickled files free their download slots within the floor's window", 
     const auto source = h.fx.tmp.path() / "healthy-src";
     write_variant(source / "build" / kCpuVariant,
                   {{"__init__.py", "ops = None\n"}, {"_healthy.abi3.so", std::string(4096, 'h')}});
-    hub::server::PublishRequest request;
-    request.root = h.fx.store;
-    request.repo = healthy;
-    request.branch = "v1";
-    request.source = source;
-    request.message = "build";
-    request.timestamp = 1700000000;
-    REQUIRE(hub::server::publish_directory(request));
+    h.publish(healthy, "v1", source);
   }
   // Both kernels with the fixture's .so trickle at 1 B/s; the healthy one has none.
   hub::server::FaultPlan plan;

@@ -27,14 +27,7 @@ void publish_private(DaemonHarness& h) {
   const auto source = h.fx.tmp.path() / "private-src";
   std::filesystem::create_directories(source);
   std::ofstream(source / kSecretEntry) << "private\n";
-  hub::server::PublishRequest request;
-  request.root = h.fx.store;
-  request.repo = kPrivateRepo;
-  request.branch = "main";
-  request.source = source;
-  request.message = "private";
-  request.timestamp = 1700000000;
-  REQUIRE(hub::server::publish_directory(request));
+  h.publish(kPrivateRepo, "main", source, "private");
   hub::server::FaultPlan plan;
   plan.anonymous_401 = true;
   plan.private_repos = {kPrivateRepo.str()};
