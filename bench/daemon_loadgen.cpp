@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "client/client.hpp"
+#include "kernelhub/client/client.hpp"
 
 namespace {
 
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
   const double seconds = std::stod(argv[6]);
   const bool cold = seconds == 0;
   const bool reuse = argc == 8;
-  const auto env = kernelhub::trust::Environment::from_process();
+  const auto env = kernelhub::util::Environment::from_process();
   kernelhub::client::ClientOptions options;
   options.socket = socket;
   options.require_daemon = true;

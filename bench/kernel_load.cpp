@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "loader/kernel_loader.hpp"
-#include "loader/kernel_ops.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
+#include "kernelhub/loader/kernel_ops.hpp"
 
 namespace {
 double since_ns(std::chrono::steady_clock::time_point start) {

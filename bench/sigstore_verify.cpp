@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "hub/signature_gate.hpp"
-#include "trust/read_file.hpp"
-#include "trust/sigstore/verifier.hpp"
+#include "kernelhub/hub/signature_gate.hpp"
+#include "kernelhub/trust/sigstore/verifier.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 using namespace kernelhub;
 namespace sigstore = trust::sigstore;
@@ -40,9 +40,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s TRUSTED_ROOT BUNDLE ARTIFACT RUNS\n", argv[0]);
     return 2;
   }
-  const auto root_text = trust::read_small_file(argv[1], 1u << 20);
-  const auto bundle = trust::read_small_file(argv[2], 1u << 20);
-  const auto artifact = trust::read_small_file(argv[3], 64u << 20);
+  const auto root_text = util::read_small_file(argv[1], 1u << 20);
+  const auto bundle = util::read_small_file(argv[2], 1u << 20);
+  const auto artifact = util::read_small_file(argv[3], 64u << 20);
   const int runs = std::atoi(argv[4]);
   if (!root_text || !bundle || !artifact || runs <= 0) return 2;
   auto root = sigstore::parse_trusted_root(*root_text);

@@ -1,4 +1,4 @@
-#include "cache/blob_writer.hpp"
+#include "kernelhub/cache/blob_writer.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,11 +9,11 @@
 #include <memory>
 #include <system_error>
 
-#include "cache/blob_hash.hpp"
-#include "cache/fs_util.hpp"
-#include "cache/trailing_hasher.hpp"
-#include "trust/digest.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/cache/blob_hash.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/unique_fd.hpp"
+#include "trailing_hasher.hpp"
 
 namespace kernelhub::cache {
 
@@ -67,14 +67,14 @@ Result<BlobWriter> BlobWriter::create(const std::filesystem::path& blobs_dir, Ex
   state->blobs_dir = blobs_dir;
   state->expected = std::move(expected);
   state->options = options;
-  state->temp = blobs_dir / (state->expected.etag + "." + random_suffix() + ".incomplete");
+  state->temp = blobs_dir / (state->expected.etag + "." + util::random_suffix() + ".incomplete");
   // 0644 before umask: the kernel applies the process umask atomically, as a chmod-from-probe
   // would in huggingface_hub; native code never ends up group/other-writable.
   state->fd.reset(::open(state->temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!state->fd) {
     const int err = errno;
     state->temp.clear();
-    return errno_error(err, "cannot create temp blob in", blobs_dir);
+    return util::errno_error(err, "cannot create temp blob in", blobs_dir);
   }
   if (state->expected.kind == DigestKind::git_sha1)
     state->hash.git_sha1.emplace(state->expected.size);
@@ -95,7 +95,7 @@ Result<void> BlobWriter::write(const char* data, std::size_t size) {
     const ssize_t n = ::write(s.fd.get(), data + done, size - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return errno_error(errno, "cannot write", s.temp);
+      return util::errno_error(errno, "cannot write", s.temp);
     }
     done += static_cast<std::size_t>(n);
   }
@@ -116,7 +116,7 @@ Result<void> BlobWriter::restart() {
     return fail(ErrorCode::internal, "restart after finish on " + s.temp.string());
   s.trailing.reset();  // stop reading before the bytes go away
   if (::ftruncate(s.fd.get(), 0) != 0 || ::lseek(s.fd.get(), 0, SEEK_SET) != 0) {
-    return errno_error(errno, "cannot truncate", s.temp);
+    return util::errno_error(errno, "cannot truncate", s.temp);
   }
   s.hash.reset(s.expected.size);
   s.written = 0;
@@ -142,7 +142,7 @@ Result<void> rehash(int fd, const std::filesystem::path& temp, std::uint64_t siz
     const ssize_t n = ::pread(fd, buf.data(), buf.size(), offset);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return errno_error(errno, "cannot re-read", temp);
+      return util::errno_error(errno, "cannot re-read", temp);
     }
     if (n == 0) return ok();
     hash.update(buf.data(), static_cast<std::size_t>(n));
@@ -157,7 +157,7 @@ Result<void> BlobWriter::finish() {
   if (s.finished) return ok();
   if (!s.fd) return fail(ErrorCode::internal, "finish on a discarded blob writer");
   struct stat st {};
-  if (::fstat(s.fd.get(), &st) != 0) return errno_error(errno, "cannot stat", s.temp);
+  if (::fstat(s.fd.get(), &st) != 0) return util::errno_error(errno, "cannot stat", s.temp);
   const auto on_disk = static_cast<std::uint64_t>(st.st_size);
   if (s.written != s.expected.size || on_disk != s.expected.size) {
     const auto got = std::to_string(on_disk);
@@ -186,9 +186,9 @@ Result<void> BlobWriter::finish() {
   }
   // The mode it is published with, set while the fd is still ours (fchmod, not chmod by name).
   if (s.options.published_mode != 0 && ::fchmod(s.fd.get(), s.options.published_mode) != 0) {
-    return errno_error(errno, "cannot set the mode of", s.temp);
+    return util::errno_error(errno, "cannot set the mode of", s.temp);
   }
-  if (::fsync(s.fd.get()) != 0) return errno_error(errno, "cannot fsync", s.temp);
+  if (::fsync(s.fd.get()) != 0) return util::errno_error(errno, "cannot fsync", s.temp);
   // A finished blob is a closed file and a name: a publish of many blobs (a bundle of 80,000)
   // holds no descriptor per blob while it waits for the others.
   s.fd.reset();
@@ -199,7 +199,7 @@ Result<void> BlobWriter::finish() {
 const std::string& BlobWriter::sha256_hex() const { return state_->sha256_hex; }
 const ExpectedBlob& BlobWriter::expected() const { return state_->expected; }
 
-Result<std::filesystem::path> BlobWriter::commit(DirtyDirs* dirty) {
+Result<std::filesystem::path> BlobWriter::commit(util::DirtyDirs* dirty) {
   State& s = *state_;
   if (!s.finished)
     return fail(ErrorCode::internal, "commit before a successful finish of " + s.temp.string());
@@ -207,13 +207,13 @@ Result<std::filesystem::path> BlobWriter::commit(DirtyDirs* dirty) {
   if (s.committed) return final_path;
   // Replacing an existing blob is fine: same verified content, readers keep their inode.
   if (::rename(s.temp.c_str(), final_path.c_str()) != 0)
-    return errno_error(errno, "cannot publish", final_path);
+    return util::errno_error(errno, "cannot publish", final_path);
   s.committed = true;
   s.temp.clear();
   if (dirty) {
     dirty->add(s.blobs_dir);
   } else {
-    KH_TRY(fsync_dir(s.blobs_dir));
+    KH_TRY(util::fsync_dir(s.blobs_dir));
   }
   return final_path;
 }

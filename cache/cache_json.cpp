@@ -1,4 +1,4 @@
-#include "cache/cache_json.hpp"
+#include "kernelhub/cache/cache_json.hpp"
 
 namespace kernelhub::cache {
 

@@ -1,12 +1,12 @@
 // resolve_cache_root: the huggingface_hub precedence, with KERNELS_CACHE (the `kernels`
 // library's override) first. Values are expanded as Python does (~, $VAR, ${VAR}).
-#include "cache/kernel_cache.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
 
 namespace kernelhub::cache {
 
-std::filesystem::path resolve_cache_root(const trust::Environment& env) {
+std::filesystem::path resolve_cache_root(const util::Environment& env) {
   const auto expand = [&env](const std::string& value) -> std::filesystem::path {
-    return trust::expand_path(value, env);
+    return util::expand_path(value, env);
   };
   for (const char* var : {"KERNELS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"}) {
     if (auto value = env.get(var)) return expand(*value);

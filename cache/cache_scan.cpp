@@ -7,10 +7,10 @@
 #include <map>
 #include <set>
 
-#include "cache/kernel_cache.hpp"
-#include "cache/repo_folder.hpp"
-#include "trust/digest.hpp"
-#include "trust/read_file.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/cache/repo_folder.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::cache {
 
@@ -44,7 +44,7 @@ std::map<std::string, std::vector<std::string>> read_refs(const fs::path& refs_d
     if (!it->is_regular_file(ec)) continue;
     const std::string name = it->path().lexically_relative(refs_dir).generic_string();
     if (name.find(".tmp") != std::string::npos) continue;  // an in-flight atomic write
-    auto read = trust::read_small_file(it->path(), 63);
+    auto read = util::read_small_file(it->path(), 63);
     std::string text = read ? read->substr(0, read->find('\n')) : std::string();
     if (trust::is_lower_hex(text, 40)) out[text].push_back(name);
   }

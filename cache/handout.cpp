@@ -1,4 +1,4 @@
-#include "cache/handout.hpp"
+#include "kernelhub/cache/handout.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,10 +9,10 @@
 #include <cstring>
 #include <map>
 
-#include "cache/repo_folder.hpp"
-#include "trust/digest.hpp"
-#include "trust/open_beneath.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/cache/repo_folder.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/open_beneath.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 namespace kernelhub::cache {
 namespace {

@@ -1,4 +1,4 @@
-#include "cache/kernel_cache.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,13 +10,13 @@
 #include <cerrno>
 #include <sstream>
 
-#include "cache/fs_util.hpp"
-#include "cache/repo_folder.hpp"
-#include "trust/digest.hpp"
-#include "trust/kernel_dependency.hpp"
-#include "trust/read_file.hpp"
-#include "trust/safe_path.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/cache/repo_folder.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/kernel_dependency.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/read_file.hpp"
+#include "kernelhub/util/unique_fd.hpp"
 
 namespace kernelhub::cache {
 
@@ -41,17 +41,8 @@ bool is_link_to(const fs::path& link, std::string_view target) {
   return n >= 0 && std::string_view(buf.data(), static_cast<std::size_t>(n)) == target;
 }
 
-Result<void> make_dirs(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    return fail(ec == std::errc::no_space_on_device ? ErrorCode::disk_full : ErrorCode::io,
-                "cannot create " + dir.string() + ": " + ec.message());
-  return ok();
-}
-
 std::optional<std::string> read_ref_file(const fs::path& path) {
-  auto read = trust::read_small_file(path, 63);
+  auto read = util::read_small_file(path, 63);
   if (!read) return std::nullopt;
   std::string text = std::move(*read);
   // Other writers may add a newline; huggingface_hub itself does not.
@@ -62,18 +53,6 @@ std::optional<std::string> read_ref_file(const fs::path& path) {
 }
 
 }  // namespace
-
-FileLock& FileLock::operator=(FileLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-FileLock::~FileLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last reference releases the flock
-}
 
 KernelCache::KernelCache(fs::path root) : root_(std::move(root)) {}
 
@@ -101,16 +80,16 @@ Result<void> KernelCache::mark_missing(const trust::RepoId& repo, std::string_vi
   const fs::path marker = repo_dir(repo) / ".no_exist" / std::string(commit) / *safe;
   // A hint, not a publish: losing it to a power cut costs one question to the Hub, so
   // nothing here is fsynced (huggingface_hub does not either).
-  KH_TRY(make_dirs(marker.parent_path()));
-  return write_file_atomic(marker, "", 0644, Durability::none);
+  KH_TRY(util::make_dirs(marker.parent_path()));
+  return util::write_file_atomic(marker, "", 0644, util::Durability::none);
 }
 
 Result<void> KernelCache::prepare_repo(const trust::RepoId& repo) const {
-  DirtyDirs dirty;  // new folders are durable before anything is published into them
+  util::DirtyDirs dirty;  // new folders are durable before anything is published into them
   KH_TRY(dirty.create(root_));
   const fs::path tag = root_ / "CACHEDIR.TAG";
   std::error_code ec;
-  if (!fs::exists(tag, ec)) KH_TRY(write_file_atomic(tag, kCacheDirTag));
+  if (!fs::exists(tag, ec)) KH_TRY(util::write_file_atomic(tag, kCacheDirTag));
   for (const char* sub : {"blobs", "refs", "snapshots"}) KH_TRY(dirty.create(repo_dir(repo) / sub));
   return dirty.sync();
 }
@@ -158,15 +137,15 @@ Result<void> KernelCache::write_ref(const trust::RepoId& repo, std::string_view 
   const fs::path path = repo_dir(repo) / "refs" / std::string(ref);
   if (read_ref_file(path) == std::string(commit))
     return ok();  // unchanged: read-only caches stay usable
-  DirtyDirs dirty;
+  util::DirtyDirs dirty;
   KH_TRY(dirty.create(path.parent_path()));
-  KH_TRY(write_file_atomic(path, commit));  // fsyncs the ref's own folder
+  KH_TRY(util::write_file_atomic(path, commit));  // fsyncs the ref's own folder
   return dirty.sync();
 }
 
 Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_view commit,
                                         const std::vector<SnapshotFile>& files,
-                                        DirtyDirs* caller_dirty) const {
+                                        util::DirtyDirs* caller_dirty) const {
   if (!is_commit(commit)) {
     return fail(
         ErrorCode::invalid_argument,
@@ -176,8 +155,8 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
   // Every folder a link is renamed into, and the parent of every folder made here, is
   // fsynced before returning: the ref written next must never outlive a link after a power
   // cut (a lost metadata.json link would skip the digest check offline).
-  DirtyDirs own;
-  DirtyDirs& dirty = caller_dirty ? *caller_dirty : own;
+  util::DirtyDirs own;
+  util::DirtyDirs& dirty = caller_dirty ? *caller_dirty : own;
   for (const auto& file : files) {
     KH_TRY(trust::validate_repo_path(file.path));
     if (!has_blob(repo, file.etag)) {
@@ -193,14 +172,14 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
     KH_TRY(dirty.create(link.parent_path()));
     if (is_link_to(link, target)) continue;  // already in place: the folder stays clean
     // A temp link renamed over the final name: readers see the old or the new link, never none.
-    const fs::path temp =
-        link.parent_path() / ("." + link.filename().string() + "." + random_suffix() + ".tmp");
+    const fs::path temp = link.parent_path() /
+                          ("." + link.filename().string() + "." + util::random_suffix() + ".tmp");
     if (::symlink(target.c_str(), temp.c_str()) != 0)
-      return errno_error(errno, "cannot create symlink", temp);
+      return util::errno_error(errno, "cannot create symlink", temp);
     if (::rename(temp.c_str(), link.c_str()) != 0) {
       const int err = errno;
       ::unlink(temp.c_str());
-      return errno_error(err, "cannot place symlink", link);
+      return util::errno_error(err, "cannot place symlink", link);
     }
     dirty.add(link.parent_path());
   }
@@ -208,22 +187,17 @@ Result<void> KernelCache::link_snapshot(const trust::RepoId& repo, std::string_v
 }
 
 std::optional<FileLock> KernelCache::try_lock_instance() const {
-  const auto try_flock = [](const fs::path& path, int create) {
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | create, 0644));
-    if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) fd.reset();
-    return fd;
-  };
-  if (!make_dirs(root_ / ".locks")) return std::nullopt;
-  UniqueFd lock = try_flock(root_ / ".locks" / "kernelhubd.lock", O_CREAT);
+  if (!util::make_dirs(root_ / ".locks")) return std::nullopt;
+  auto lock = FileLock::try_acquire(root_ / ".locks" / "kernelhubd.lock", /*create=*/true);
   if (!lock) return std::nullopt;
   const fs::path legacy = root_ / ".kernelhubd.lock";
   if (::access(legacy.c_str(), F_OK) == 0) {
     // Held: an older kernelhubd serves this cache. Free: a leftover, removed while we hold it.
-    const UniqueFd old = try_flock(legacy, 0);
+    const auto old = FileLock::try_acquire(legacy, /*create=*/false);
     if (!old) return std::nullopt;
     ::unlink(legacy.c_str());
   }
-  return FileLock(lock.release());
+  return lock;
 }
 
 Result<FileLock> KernelCache::lock(const trust::RepoId& repo, std::string_view name) const {
@@ -233,16 +207,8 @@ Result<FileLock> KernelCache::lock(const trust::RepoId& repo, std::string_view n
                 "lock name '" + std::string(name) + "' must not contain '/'");
   }
   const fs::path dir = root_ / ".locks" / repo_folder_name(repo);
-  KH_TRY(make_dirs(dir));
-  const fs::path path = dir / (std::string(name) + ".lock");
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664));
-  if (!fd) return errno_error(errno, "cannot open lock", path);
-  ::fchmod(fd.get(),
-           0664);  // like filelock: shared with other users of the cache; failure is harmless
-  while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) return errno_error(errno, "cannot lock", path);
-  }
-  return FileLock(fd.release());
+  KH_TRY(util::make_dirs(dir));
+  return FileLock::acquire(dir / (std::string(name) + ".lock"), 0664);
 }
 
 }  // namespace kernelhub::cache

@@ -1,6 +1,6 @@
 // verify_cache and collect_garbage. Every open is relative to a directory fd with
 // O_NOFOLLOW, so a symlink planted in the cache is never followed out of it.
-#include "cache/maintenance.hpp"
+#include "kernelhub/cache/maintenance.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -12,11 +12,11 @@
 #include <cstring>
 #include <set>
 
-#include "cache/fs_util.hpp"
-#include "cache/repo_folder.hpp"
-#include "trust/digest.hpp"
-#include "trust/read_file.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/cache/repo_folder.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/read_file.hpp"
+#include "kernelhub/util/unique_fd.hpp"
 
 namespace kernelhub::cache {
 
@@ -100,7 +100,7 @@ std::set<std::string> referenced_commits(const fs::path& refs_dir) {
   std::error_code ec;
   for (fs::recursive_directory_iterator it(refs_dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
-    auto read = trust::read_small_file(it->path(), 63);
+    auto read = util::read_small_file(it->path(), 63);
     std::string text = read ? read->substr(0, read->find('\n')) : std::string();
     while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.pop_back();
     if (trust::is_lower_hex(text, 40)) out.insert(text);
@@ -130,7 +130,7 @@ Result<VerifyReport> verify_cache(const KernelCache& cache, std::optional<trust:
   UniqueFd root = open_dir_at(AT_FDCWD, cache.root().c_str());
   if (!root) {
     if (errno == ENOENT) return report;  // nothing cached yet
-    return errno_error(errno, "cannot open cache root", cache.root());
+    return util::errno_error(errno, "cannot open cache root", cache.root());
   }
   std::vector<trust::RepoId> repos =
       only ? std::vector<trust::RepoId>{*only} : cached_repos(cache.root());
@@ -180,7 +180,7 @@ Result<GcReport> collect_garbage(const KernelCache& cache) {
       struct stat st {};
       if (::fstatat(blobs.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       if (::unlinkat(blobs.get(), name.c_str(), 0) != 0)
-        return errno_error(errno, "cannot remove blob", dir / "blobs" / name);
+        return util::errno_error(errno, "cannot remove blob", dir / "blobs" / name);
       ++report.removed_blobs;
       if (S_ISREG(st.st_mode)) report.freed_bytes += static_cast<std::uint64_t>(st.st_size);
     }

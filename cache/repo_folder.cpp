@@ -1,4 +1,4 @@
-#include "cache/repo_folder.hpp"
+#include "kernelhub/cache/repo_folder.hpp"
 
 namespace kernelhub::cache {
 namespace {

@@ -1,15 +1,15 @@
 // Signature receipts: what the verifier concluded about one variant of one commit
-// (hub/signature_gate.hpp writes and reads the content). A receipt only saves re-verifying;
-// it is trusted only where no one but the cache's owner can have written it, so a receipt in
-// a folder or file that another user can write, or owned by someone else, is ignored (the
-// variant is verified again from its cached bundle).
+// (hub/include/kernelhub/hub/signature_gate.hpp writes and reads the content). A receipt only saves
+// re-verifying; it is trusted only where no one but the cache's owner can have written it, so a
+// receipt in a folder or file that another user can write, or owned by someone else, is ignored
+// (the variant is verified again from its cached bundle).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/fs_util.hpp"
-#include "cache/kernel_cache.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/unique_fd.hpp"
 
 namespace kernelhub::cache {
 namespace {
@@ -67,7 +67,7 @@ Result<void> KernelCache::write_signature_receipt(const trust::RepoId& repo,
                                                   std::string_view commit, std::string_view variant,
                                                   std::string_view content) const {
   const fs::path dir = signature_receipts_dir(repo, commit);
-  DirtyDirs dirty;
+  util::DirtyDirs dirty;
   KH_TRY(dirty.create(dir));
   // Private to the owner whatever the umask: a readable-by-all receipt is fine, a writable
   // one would be ignored by read_signature_receipt.
@@ -77,7 +77,7 @@ Result<void> KernelCache::write_signature_receipt(const trust::RepoId& repo,
       ::chmod(folder.c_str(), st.st_mode & ~(S_IWGRP | S_IWOTH) & 07777);
     }
   }
-  KH_TRY(write_file_atomic(signature_receipt_path(repo, commit, variant), content, 0644));
+  KH_TRY(util::write_file_atomic(signature_receipt_path(repo, commit, variant), content, 0644));
   return dirty.sync();
 }
 

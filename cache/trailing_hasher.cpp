@@ -1,4 +1,4 @@
-#include "cache/trailing_hasher.hpp"
+#include "trailing_hasher.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <vector>
 
-#include "cache/fs_util.hpp"
+#include "kernelhub/util/fs_util.hpp"
 
 namespace kernelhub::cache {
 namespace {
@@ -75,7 +75,7 @@ bool TrailingHasher::hash_span(std::uint64_t from, std::uint64_t to, std::vector
     const ssize_t n = ::pread(fd_, buf.data(), want, static_cast<off_t>(from));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {  // 0: the file is shorter than what was written to it
-      error_ = errno_error(n < 0 ? errno : EIO, "cannot re-read", path_).error;
+      error_ = util::errno_error(n < 0 ? errno : EIO, "cannot re-read", path_).error;
       return false;
     }
     hash_.update(buf.data(), static_cast<std::size_t>(n));

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "cache/blob_hash.hpp"
-#include "trust/result.hpp"
+#include "kernelhub/cache/blob_hash.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::cache {
 

@@ -4,12 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/fs_util.hpp"
-#include "cache/kernel_cache.hpp"
-#include "trust/digest.hpp"
-#include "trust/json_bounds.hpp"
-#include "trust/kernel_dependency.hpp"
-#include "trust/read_file.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/kernel_dependency.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/json_bounds.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::cache {
 namespace {
@@ -17,16 +17,16 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kStateDir = ".kernelhub";
-constexpr trust::JsonBounds kStateJson{4096, 4, 16};
+constexpr util::JsonBounds kStateJson{4096, 4, 16};
 
 fs::path state_dir(const KernelCache& cache, const trust::RepoId& repo) {
   return cache.repo_dir(repo) / kStateDir;
 }
 
 std::optional<VersionState> read_state_file(const fs::path& path, std::uint64_t version) {
-  const auto text = trust::read_small_file(path, kStateJson.max_bytes);
+  const auto text = util::read_small_file(path, kStateJson.max_bytes);
   if (!text) return std::nullopt;
-  auto doc = trust::parse_bounded_json(*text, kStateJson);
+  auto doc = util::parse_bounded_json(*text, kStateJson);
   if (!doc || !doc->is_object()) return std::nullopt;
   const auto accepted = doc->find("accepted");
   if (accepted == doc->end() || !accepted->is_string() ||
@@ -73,12 +73,12 @@ std::vector<VersionState> KernelCache::version_states(const trust::RepoId& repo)
 Result<void> KernelCache::write_version_state(const trust::RepoId& repo,
                                               const VersionState& state) const {
   const fs::path dir = state_dir(*this, repo);
-  DirtyDirs dirty;
+  util::DirtyDirs dirty;
   KH_TRY(dirty.create(dir));
   nlohmann::json doc = {{"accepted", state.accepted}};
   doc["refused"] = state.refused ? nlohmann::json(*state.refused) : nlohmann::json(nullptr);
-  KH_TRY(
-      write_file_atomic(dir / ("v" + std::to_string(state.version) + ".json"), doc.dump(), 0644));
+  KH_TRY(util::write_file_atomic(dir / ("v" + std::to_string(state.version) + ".json"), doc.dump(),
+                                 0644));
   return dirty.sync();
 }
 

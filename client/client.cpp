@@ -1,25 +1,25 @@
-#include "client/client.hpp"
+#include "kernelhub/client/client.hpp"
 
 #include <variant>
 
-#include "client/daemon_connection.hpp"
-#include "client/embedded.hpp"
-#include "hub/variant.hpp"
+#include "daemon_connection.hpp"
+#include "embedded.hpp"
+#include "kernelhub/variant/variant.hpp"
 
 namespace kernelhub::client {
 
 struct Client::Impl {
   std::variant<EmbeddedBackend, DaemonConnection> backend;
-  trust::Environment env;
+  util::Environment env;
 };
 
-std::filesystem::path socket_path(const trust::Environment& env, const ClientOptions& options) {
+std::filesystem::path socket_path(const util::Environment& env, const ClientOptions& options) {
   if (options.socket) return *options.socket;
   if (auto from_env = env.get("KERNELHUB_SOCKET")) return *from_env;
   return kDefaultSocket;
 }
 
-Result<Client> Client::open(const trust::Environment& env, ClientOptions options) {
+Result<Client> Client::open(const util::Environment& env, ClientOptions options) {
   const bool require = options.require_daemon || env.is_true("KERNELHUB_REQUIRE_DAEMON");
   if (options.embedded_only && require) {
     return fail(ErrorCode::invalid_argument,
@@ -59,9 +59,9 @@ namespace {
 
 // The platform is detected here, in the process that will run the kernel, once, for both
 // modes: a daemon selects for what it is sent, so both modes select the same variant.
-Result<hub::FetchRequest> with_platform(hub::FetchRequest request, const trust::Environment& env) {
+Result<hub::FetchRequest> with_platform(hub::FetchRequest request, const util::Environment& env) {
   if (request.variant || request.all_variants || request.target_platform) return request;
-  auto platform = hub::detect_platform(env, request.platform);
+  auto platform = variant::detect_platform(env, request.platform);
   if (!platform) return fail(platform.error());
   request.target_platform = std::move(*platform);
   return request;

@@ -1,4 +1,4 @@
-#include "client/daemon_connection.hpp"
+#include "daemon_connection.hpp"
 
 #include <poll.h>
 
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <type_traits>
 
-#include "cache/handout.hpp"
+#include "kernelhub/cache/handout.hpp"
 #include "kernelhub_version.hpp"  // kClientName
 
 namespace kernelhub::client {
@@ -20,7 +20,7 @@ Error protocol_failure(const std::filesystem::path& socket, const std::string& w
 }
 
 // The trust-relevant variables a daemon applies to this client's request.
-std::map<std::string, std::string> trust_env(const trust::Environment& env) {
+std::map<std::string, std::string> trust_env(const util::Environment& env) {
   std::map<std::string, std::string> out;
   for (const char* name :
        {"DIFFUSERS_TRUST_REMOTE_KERNELS", "DIFFUSERS_DISABLE_REMOTE_CODE", "HF_HUB_OFFLINE"}) {
@@ -29,7 +29,7 @@ std::map<std::string, std::string> trust_env(const trust::Environment& env) {
   return out;
 }
 
-proto::FetchRequest fetch_message(const hub::FetchRequest& request, const trust::Environment& env,
+proto::FetchRequest fetch_message(const hub::FetchRequest& request, const util::Environment& env,
                                   bool hand_out) {
   proto::FetchRequest m;
   m.prefetch = !hand_out;
@@ -238,7 +238,7 @@ Result<nlohmann::json> DaemonConnection::call(const proto::Message& request,
   return json;
 }
 
-Result<nlohmann::json> DaemonConnection::import_bundle(int fd, const trust::Environment& env) {
+Result<nlohmann::json> DaemonConnection::import_bundle(int fd, const util::Environment& env) {
   // The descriptor must arrive with the import frame's bytes alone: with a pipelined hello
   // still unanswered, both frames could reach the daemon in one read.
   if (hello_pending_) KH_TRY(read_hello_reply());
@@ -251,7 +251,7 @@ Result<nlohmann::json> DaemonConnection::import_bundle(int fd, const trust::Envi
 }
 
 Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request,
-                                              const trust::Environment& env,
+                                              const util::Environment& env,
                                               const hub::ProgressCallback& progress,
                                               bool hand_out) {
   auto reply = exchange(proto::to_json(fetch_message(request, env, hand_out)), progress);

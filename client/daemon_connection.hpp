@@ -11,12 +11,12 @@
 #include <optional>
 #include <span>
 
-#include "client/client.hpp"
-#include "hub/fetcher.hpp"
-#include "proto/messages.hpp"
-#include "proto/transport.hpp"
-#include "trust/environment.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/client/client.hpp"
+#include "kernelhub/hub/fetcher.hpp"
+#include "kernelhub/proto/messages.hpp"
+#include "kernelhub/proto/transport.hpp"
+#include "kernelhub/util/environment.hpp"
+#include "kernelhub/util/unique_fd.hpp"
 
 namespace kernelhub::client {
 
@@ -31,11 +31,11 @@ class DaemonConnection {
   const std::filesystem::path& socket() const { return socket_; }
 
   // fetch (hand_out) or prefetch; `env` supplies the client's trust-relevant variables.
-  Result<FetchedKernel> fetch(const hub::FetchRequest& request, const trust::Environment& env,
+  Result<FetchedKernel> fetch(const hub::FetchRequest& request, const util::Environment& env,
                               const hub::ProgressCallback& progress, bool hand_out);
   // status/ls/verify/gc: the typed reply, as JSON without type/id.
   // The bundle open on `fd` travels with the request; the reply's repos.
-  Result<nlohmann::json> import_bundle(int fd, const trust::Environment& env);
+  Result<nlohmann::json> import_bundle(int fd, const util::Environment& env);
   // `fds` go with the request (an import's bundle).
   Result<nlohmann::json> call(const proto::Message& request, std::span<const int> fds = {});
 

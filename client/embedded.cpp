@@ -1,19 +1,19 @@
-#include "client/embedded.hpp"
+#include "embedded.hpp"
 
 #include <fcntl.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "cache/bundle/bundle_import.hpp"
-#include "cache/cache_json.hpp"
-#include "cache/handout.hpp"
-#include "cache/maintenance.hpp"
-#include "hub/http.hpp"
-#include "hub/hub_config.hpp"
-#include "hub/import_signatures.hpp"
-#include "hub/receipt_check.hpp"
-#include "hub/signature_gate.hpp"
+#include "kernelhub/cache/bundle/bundle_import.hpp"
+#include "kernelhub/cache/cache_json.hpp"
+#include "kernelhub/cache/handout.hpp"
+#include "kernelhub/cache/maintenance.hpp"
+#include "kernelhub/hub/http.hpp"
+#include "kernelhub/hub/hub_config.hpp"
+#include "kernelhub/hub/import_signatures.hpp"
+#include "kernelhub/hub/receipt_check.hpp"
+#include "kernelhub/hub/signature_gate.hpp"
 
 namespace kernelhub::client {
 
@@ -42,7 +42,7 @@ Result<std::vector<HandedFile>> hand_out_files(const cache::KernelCache& cache,
   return files;
 }
 
-std::optional<std::filesystem::path> policy_file_of(const trust::Environment& env,
+std::optional<std::filesystem::path> policy_file_of(const util::Environment& env,
                                                     const ClientOptions& options) {
   if (options.policy_file) return options.policy_file;
   if (auto from_env = env.get("KERNELHUB_POLICY")) return std::filesystem::path(*from_env);
@@ -50,7 +50,7 @@ std::optional<std::filesystem::path> policy_file_of(const trust::Environment& en
 }
 }  // namespace
 
-EmbeddedBackend::EmbeddedBackend(const trust::Environment& env, const ClientOptions& options)
+EmbeddedBackend::EmbeddedBackend(const util::Environment& env, const ClientOptions& options)
     : env_(env),
       cache_(options.cache_dir ? *options.cache_dir : cache::resolve_cache_root(env)),
       policy_file_(policy_file_of(env, options)) {}

@@ -6,17 +6,17 @@
 
 #include <optional>
 
-#include "cache/kernel_cache.hpp"
-#include "client/client.hpp"
-#include "hub/fetcher.hpp"
-#include "trust/environment.hpp"
-#include "trust/policy.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/client/client.hpp"
+#include "kernelhub/hub/fetcher.hpp"
+#include "kernelhub/trust/policy.hpp"
+#include "kernelhub/util/environment.hpp"
 
 namespace kernelhub::client {
 
 class EmbeddedBackend {
  public:
-  EmbeddedBackend(const trust::Environment& env, const ClientOptions& options);
+  EmbeddedBackend(const util::Environment& env, const ClientOptions& options);
 
   const cache::KernelCache& cache() const { return cache_; }
   Result<FetchedKernel> fetch(const hub::FetchRequest& request,
@@ -32,7 +32,7 @@ class EmbeddedBackend {
   // fetch, so ls/verify/gc never depend on it and an edit applies to the next fetch.
   Result<trust::AdminPolicy> load_policy() const;
 
-  trust::Environment env_;
+  util::Environment env_;
   cache::KernelCache cache_;
   std::optional<std::filesystem::path> policy_file_;
 };

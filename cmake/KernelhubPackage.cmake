@@ -27,15 +27,17 @@ target_link_libraries(kernelhub_shared
 if(TARGET kh_parallel)
   # Its objects, not the archive: linking kh_parallel would name kh_attention a second time.
   target_sources(kernelhub_shared PRIVATE $<TARGET_OBJECTS:kh_parallel>)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/client/parallel/include/kernelhub
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/parallel/include/kernelhub
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "context_parallel.hpp")
 endif()
 # Nothing of the static libraries' dependencies may leak undefined into an app's link.
 target_link_options(kernelhub_shared PRIVATE -Wl,--no-undefined)
 
 install(TARGETS kernelhub_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/client/attention/include/kernelhub
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
+# The app API only: include/kernelhub/attention/ holds the parts the tests check, not for apps.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/attention/include/kernelhub
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp"
+        PATTERN "attention" EXCLUDE)
 
 # The package config records where the torch of this build lives; an app may point
 # KERNELHUB_TORCH_DIR at another install of the same torch version.

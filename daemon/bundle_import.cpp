@@ -8,16 +8,16 @@
 
 #include <spdlog/spdlog.h>
 
-#include "cache/bundle/bundle_import.hpp"
-#include "daemon/fetch_service.hpp"
-#include "hub/import_signatures.hpp"
-#include "trust/read_file.hpp"
+#include "kernelhub/cache/bundle/bundle_import.hpp"
+#include "kernelhub/daemon/fetch_service.hpp"
+#include "kernelhub/hub/import_signatures.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::daemon {
 
 Result<nlohmann::json> FetchService::import_bundle(int fd,
                                                    const std::map<std::string, std::string>& env) {
-  if (auto regular = trust::require_regular_fd(fd, "the bundle"); !regular) {
+  if (auto regular = util::require_regular_fd(fd, "the bundle"); !regular) {
     return fail(ErrorCode::invalid_request,
                 "import needs the bundle as an open regular file: " + regular.error().message);
   }

@@ -1,4 +1,4 @@
-#include "daemon/connection.hpp"
+#include "connection.hpp"
 
 #include <poll.h>
 #include <unistd.h>
@@ -11,9 +11,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "cache/cache_json.hpp"
-#include "daemon/host_checks.hpp"
-#include "proto/transport.hpp"
+#include "kernelhub/cache/cache_json.hpp"
+#include "kernelhub/daemon/host_checks.hpp"
+#include "kernelhub/proto/transport.hpp"
 
 namespace kernelhub::daemon {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/counters.hpp"
-#include "daemon/fetch_service.hpp"
-#include "daemon/host_checks.hpp"
+#include "kernelhub/daemon/counters.hpp"
+#include "kernelhub/daemon/fetch_service.hpp"
+#include "kernelhub/daemon/host_checks.hpp"
 #include "kernelhub_version.hpp"  // kDaemonName
 
 namespace kernelhub::daemon {

@@ -1,6 +1,6 @@
 // Daemon: start-up checks, the accept loop (one thread per connection, bounded), signals on
 // a dedicated thread, sd_notify, and the graceful stop.
-#include "daemon/daemon.hpp"
+#include "kernelhub/daemon/daemon.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -20,15 +20,15 @@
 #include <thread>
 #include <unordered_map>
 
-#include "cache/kernel_cache.hpp"
-#include "daemon/connection.hpp"
-#include "daemon/counters.hpp"
-#include "daemon/fetch_service.hpp"
-#include "daemon/host_checks.hpp"
-#include "daemon/local_hub.hpp"
-#include "hub/signature_gate.hpp"
-#include "trust/policy.hpp"
-#include "trust/system_error.hpp"
+#include "connection.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/daemon/counters.hpp"
+#include "kernelhub/daemon/fetch_service.hpp"
+#include "kernelhub/daemon/host_checks.hpp"
+#include "kernelhub/daemon/local_hub.hpp"
+#include "kernelhub/hub/signature_gate.hpp"
+#include "kernelhub/trust/policy.hpp"
+#include "kernelhub/util/system_error.hpp"
 
 namespace kernelhub::daemon {
 
@@ -352,7 +352,7 @@ Result<void> Daemon::run() {
       if (const int err = errno; err == EMFILE || err == ENFILE) {
         if (const auto now = std::chrono::steady_clock::now();
             now - d.last_refusal_log >= kRefusalLogInterval) {
-          spdlog::warn("cannot accept connections: {}", trust::errno_text(err));
+          spdlog::warn("cannot accept connections: {}", util::errno_text(err));
           d.last_refusal_log = now;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));

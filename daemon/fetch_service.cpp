@@ -1,11 +1,11 @@
-#include "daemon/fetch_service.hpp"
+#include "kernelhub/daemon/fetch_service.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include "cache/handout.hpp"
-#include "daemon/upstream_http.hpp"
-#include "trust/error_table.hpp"
-#include "trust/lockfile.hpp"
+#include "kernelhub/cache/handout.hpp"
+#include "kernelhub/daemon/upstream_http.hpp"
+#include "kernelhub/trust/lockfile.hpp"
+#include "kernelhub/util/error_table.hpp"
 
 namespace kernelhub::daemon {
 
@@ -42,24 +42,24 @@ std::string resolve_key_of(const trust::RepoId& repo, const proto::FetchRequest&
 // then this host's (a unix socket never crosses kernels) and the cxx11 ABI torch's Linux
 // default. Without a torch version and a backend there is nothing to select for: the daemon
 // never falls back to its own torch.
-Result<std::optional<hub::Platform>> client_platform(const proto::FetchRequest& r) {
-  if (r.variant || r.all_variants) return std::optional<hub::Platform>{};
+Result<std::optional<variant::Platform>> client_platform(const proto::FetchRequest& r) {
+  if (r.variant || r.all_variants) return std::optional<variant::Platform>{};
   if (!r.torch_version || !r.backend) {
     return fail(ErrorCode::invalid_request,
                 "the request does not say which torch and backend the client runs (a client "
                 "older than this kernelhubd?): upgrade it, or pass --torch-version and --backend "
                 "(or --variant); kernelhubd never selects for its own torch");
   }
-  const hub::PlatformOverrides given{r.torch_version, r.backend};
-  auto platform = hub::detect_platform(trust::Environment{}, given);  // parses, reads nothing
+  const variant::PlatformOverrides given{r.torch_version, r.backend};
+  auto platform = variant::detect_platform(util::Environment{}, given);  // parses, reads nothing
   if (!platform) return fail(ErrorCode::invalid_request, platform.error().message);
   if (r.arch) platform->arch = *r.arch;
   if (r.os) platform->os = *r.os;
   platform->cxx11_abi = r.cxx11_abi.value_or(platform->os == "linux");
-  return std::optional<hub::Platform>{*platform};
+  return std::optional<variant::Platform>{*platform};
 }
 
-std::string spec_of(const proto::FetchRequest& r, const std::optional<hub::Platform>& p) {
+std::string spec_of(const proto::FetchRequest& r, const std::optional<variant::Platform>& p) {
   std::string spec = r.all_variants ? std::string("*") : r.variant.value_or("");
   if (p) {
     spec += '\n' + std::to_string(p->torch_major) + '.' + std::to_string(p->torch_minor);
@@ -96,7 +96,7 @@ bool is_signature_error(ErrorCode code) {
 
 bool env_true(const std::map<std::string, std::string>& env, std::string_view key) {
   const auto it = env.find(std::string(key));
-  return it != env.end() && trust::is_truthy(it->second);
+  return it != env.end() && util::is_truthy(it->second);
 }
 
 trust::TrustEnvironment client_trust(const std::map<std::string, std::string>& env) {
@@ -104,7 +104,7 @@ trust::TrustEnvironment client_trust(const std::map<std::string, std::string>& e
           env_true(env, trust::kDisableRemoteCodeVar)};
 }
 
-FetchService::FetchService(fs::path cache_root, UniqueFd root_fd, trust::Environment env,
+FetchService::FetchService(fs::path cache_root, UniqueFd root_fd, util::Environment env,
                            std::chrono::seconds resolve_ttl, AtomicCounters& counters)
     : root_(std::move(cache_root)),
       root_fd_(std::move(root_fd)),
@@ -378,7 +378,7 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   // fetcher re-checks against the admin policy with opt-in granted.
   // No platform environment: every request carries its client's platform (or a variant).
   hub::Fetcher fetcher(config, http, cache, *policy(), trust::TrustEnvironment{true, false},
-                       trust::Environment{});
+                       util::Environment{});
   // Single flight by what a request resolved to, not only by how it was named.
   fetcher.set_download_gate([this](const std::string& key) { return commit_turns_.enter(key); });
   hub::FetchProgress last;

@@ -1,4 +1,4 @@
-#include "daemon/host_checks.hpp"
+#include "kernelhub/daemon/host_checks.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "proto/transport.hpp"
+#include "kernelhub/proto/transport.hpp"
 
 namespace kernelhub::daemon {
 

@@ -1,4 +1,4 @@
-#include "daemon/local_hub.hpp"
+#include "kernelhub/daemon/local_hub.hpp"
 
 #include <arpa/inet.h>
 #include <unistd.h>
@@ -7,10 +7,10 @@
 
 #include <thread>
 
-#include "daemon/local_hub_routes.hpp"
-#include "hub/server/guarded_server.hpp"
-#include "hub/server/http_replies.hpp"
-#include "proto/prometheus.hpp"
+#include "kernelhub/daemon/local_hub_routes.hpp"
+#include "kernelhub/http/guarded_server.hpp"
+#include "kernelhub/http/http_replies.hpp"
+#include "kernelhub/proto/prometheus.hpp"
 
 namespace kernelhub::daemon {
 
@@ -65,7 +65,7 @@ struct LocalHub::Impl {
   LocalHubRoutes routes;
   StatusSource status;
   AtomicCounters& counters;
-  hub::server::GuardedServer server;
+  http::GuardedServer server;
   std::thread thread;
   int port = 0;
 };

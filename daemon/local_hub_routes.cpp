@@ -1,21 +1,22 @@
-#include "daemon/local_hub_routes.hpp"
+#include "kernelhub/daemon/local_hub_routes.hpp"
 
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
-#include "hub/server/http_replies.hpp"
-#include "hub/server/local_store.hpp"
-#include "trust/digest.hpp"
-#include "trust/revision.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/http/http_replies.hpp"
+#include "kernelhub/hub/server/local_store.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/revision.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/environment.hpp"
 
 namespace kernelhub::daemon {
 
 namespace {
 
-using hub::server::send_error;
-using hub::server::send_json;
+using http::send_error;
+using http::send_json;
 
 constexpr const char* kRepoApi = R"(/api/(kernels|models)/([^/]+)/([^/]+))";
 // Files outside build/<variant>/ (kernel-status.toml, README.md) are passed on when small.
@@ -80,7 +81,7 @@ class Handler {
 
   void reply_error(const Error& error) {
     ctx_.counters.count_error(error.code);
-    hub::server::send_hub_error(res_, error);
+    http::send_hub_error(res_, error);
   }
 
   void overview(const std::string& org) {
@@ -127,7 +128,7 @@ class Handler {
     auto commit = ctx_.metadata.commit_of(repo, revision);
     if (!commit) return reply_error(commit.error());
     const bool recursive =
-        req_.has_param("recursive") && hub::server::parse_bool(req_.get_param_value("recursive"));
+        req_.has_param("recursive") && util::is_truthy(req_.get_param_value("recursive"));
     auto entries = ctx_.metadata.tree(repo, *commit, path, recursive);
     if (!entries) return reply_error(entries.error());
     nlohmann::json out = nlohmann::json::array();
@@ -138,7 +139,7 @@ class Handler {
   // HEAD answers from the listing; GET of build/<variant>/... from the verified cache,
   // through the daemon's single-flight fetch; other small files are passed on, checked.
   void resolve(const trust::RepoId& repo, const std::string& revision, const std::string& path) {
-    hub::server::take_ranges(req_);  // whole files only (200): clients restart, not resume
+    http::take_ranges(req_);  // whole files only (200): clients restart, not resume
     auto commit = ctx_.metadata.commit_of(repo, revision);
     if (!commit) return reply_error(commit.error());
     auto entry = ctx_.metadata.file_entry(repo, *commit, path);
@@ -277,7 +278,7 @@ void LocalHubRoutes::register_on(httplib::Server& server) {
       });
   server.Get(R"(/(kernels)/([^/]+)/([^/]+)/resolve/([^/]+)/(.+))", resolve);
   server.Get(R"(/()([^/]+)/([^/]+)/resolve/([^/]+)/(.+))", resolve);
-  hub::server::register_error_handler(server);
+  http::register_error_handler(server);
 }
 
 }  // namespace kernelhub::daemon

@@ -1,4 +1,4 @@
-#include "daemon/log_format.hpp"
+#include "kernelhub/daemon/log_format.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "trust/printable.hpp"
+#include "kernelhub/util/printable.hpp"
 
 namespace kernelhub::daemon {
 namespace {
@@ -33,7 +33,7 @@ class EscapedPayload final : public spdlog::custom_flag_formatter {
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
     const std::string text =
-        trust::printable(std::string_view(msg.payload.data(), msg.payload.size()), kMaxLogPayload);
+        util::printable(std::string_view(msg.payload.data(), msg.payload.size()), kMaxLogPayload);
     dest.append(text.data(), text.data() + text.size());
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {

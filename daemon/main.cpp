@@ -8,14 +8,14 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
-#include "daemon/daemon.hpp"
-#include "daemon/log_format.hpp"
+#include "kernelhub/daemon/daemon.hpp"
+#include "kernelhub/daemon/log_format.hpp"
 #include "kernelhub_version.hpp"
 
 int main(int argc, char** argv) {
   using kernelhub::daemon::Daemon;
   kernelhub::daemon::DaemonOptions options;
-  options.env = kernelhub::trust::Environment::from_process();
+  options.env = kernelhub::util::Environment::from_process();
   if (auto socket = options.env.get("KERNELHUB_SOCKET")) options.socket_path = *socket;
 
   CLI::App app{

@@ -1,4 +1,4 @@
-#include "daemon/upstream_metadata.hpp"
+#include "kernelhub/daemon/upstream_metadata.hpp"
 
 namespace kernelhub::daemon {
 namespace {
@@ -8,7 +8,7 @@ constexpr std::chrono::hours kCommitListingTtl{24};
 
 }  // namespace
 
-UpstreamMetadata::UpstreamMetadata(const trust::Environment& env, std::chrono::seconds resolve_ttl,
+UpstreamMetadata::UpstreamMetadata(const util::Environment& env, std::chrono::seconds resolve_ttl,
                                    AtomicCounters& counters)
     : ttl_(resolve_ttl),
       http_(hub::HubConfig::from(env), counters),

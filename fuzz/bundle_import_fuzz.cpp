@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cache/bundle/bundle_import.hpp"
+#include "kernelhub/cache/bundle/bundle_import.hpp"
 
 using namespace kernelhub;
 

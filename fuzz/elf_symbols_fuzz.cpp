@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "loader/elf_symbols.hpp"
+#include "kernelhub/loader/elf_symbols.hpp"
 
 using namespace kernelhub;
 

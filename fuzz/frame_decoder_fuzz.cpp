@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "proto/frame.hpp"
-#include "proto/messages.hpp"
+#include "kernelhub/proto/frame.hpp"
+#include "kernelhub/proto/messages.hpp"
 
 using namespace kernelhub::proto;
 

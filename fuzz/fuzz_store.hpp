@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "hub/server/local_store.hpp"
-#include "hub/server/store_publisher.hpp"
+#include "kernelhub/hub/server/local_store.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
 
 namespace kernelhub::fuzzing {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "hub/http.hpp"
+#include "kernelhub/hub/http.hpp"
 
 using namespace kernelhub;
 

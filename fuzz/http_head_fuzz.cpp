@@ -1,4 +1,4 @@
-// libFuzzer harness: the guarded listener's HeadScanner (hub/server/http_head.cpp), which
+// libFuzzer harness: the guarded listener's HeadScanner (http/http_head.cpp), which
 // reads every HTTP request head from a client before cpp-httplib sees it, for `kernelhub
 // serve` and kernelhubd --http. The first byte picks the limits (the defaults, or small ones
 // so that every bound is reached) and how the rest is split into arrivals. Properties:
@@ -16,13 +16,13 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz/http_stream.hpp"
-#include "hub/server/http_head.hpp"
-#include "hub/server/http_replies.hpp"
+#include "http_stream.hpp"
+#include "kernelhub/http/http_head.hpp"
+#include "kernelhub/http/http_replies.hpp"
 
-using kernelhub::hub::server::acceptable_range;
-using kernelhub::hub::server::HeadScanner;
-using kernelhub::hub::server::HttpHeadLimits;
+using kernelhub::http::acceptable_range;
+using kernelhub::http::HeadScanner;
+using kernelhub::http::HttpHeadLimits;
 
 namespace {
 
@@ -97,7 +97,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // Like the file routes, the handler takes the ranges itself: a 416 can then only be
   // httplib refusing the Range header before routing.
   server->Get(".*", [](const httplib::Request& req, httplib::Response& res) {
-    (void)kernelhub::hub::server::take_ranges(req);
+    (void)kernelhub::http::take_ranges(req);
     res.set_content("0123456789", "text/plain");
   });
   return 0;

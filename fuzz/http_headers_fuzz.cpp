@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "hub/downloader.hpp"
-#include "hub/http.hpp"
+#include "kernelhub/hub/downloader.hpp"
+#include "kernelhub/hub/http.hpp"
 
 using namespace kernelhub;
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "hub/hub_api.hpp"
-#include "trust/digest.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/hub/hub_api.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 using namespace kernelhub;
 

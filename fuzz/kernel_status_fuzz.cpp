@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "hub/kernel_status.hpp"
+#include "kernelhub/hub/kernel_status.hpp"
 
 using namespace kernelhub;
 

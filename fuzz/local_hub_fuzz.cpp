@@ -15,14 +15,14 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/counters.hpp"
-#include "daemon/fetch_service.hpp"
-#include "daemon/host_checks.hpp"
-#include "daemon/local_hub_routes.hpp"
-#include "daemon/upstream_metadata.hpp"
-#include "fuzz/fuzz_store.hpp"
-#include "fuzz/http_stream.hpp"
-#include "hub/server/hub_server.hpp"
+#include "fuzz_store.hpp"
+#include "http_stream.hpp"
+#include "kernelhub/daemon/counters.hpp"
+#include "kernelhub/daemon/fetch_service.hpp"
+#include "kernelhub/daemon/host_checks.hpp"
+#include "kernelhub/daemon/local_hub_routes.hpp"
+#include "kernelhub/daemon/upstream_metadata.hpp"
+#include "kernelhub/hub/server/hub_server.hpp"
 
 using namespace kernelhub;
 namespace fs = std::filesystem;
@@ -105,7 +105,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   world->upstream = std::make_unique<hub::server::HubServer>(options);
   if (!world->upstream->start()) std::abort();
 
-  trust::Environment env;
+  util::Environment env;
   env.set("HF_ENDPOINT", world->upstream->endpoint());
   env.set("KERNELHUB_RETRY_BASE_MS", "1");
   env.set("HF_HUB_ETAG_TIMEOUT", "2");

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "trust/lockfile.hpp"
+#include "kernelhub/trust/lockfile.hpp"
 
 using namespace kernelhub;
 

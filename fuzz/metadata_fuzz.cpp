@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "trust/metadata.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/metadata.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 using namespace kernelhub;
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "trust/policy.hpp"
+#include "kernelhub/trust/policy.hpp"
 
 using namespace kernelhub;
 

@@ -15,10 +15,10 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz/fuzz_store.hpp"
-#include "fuzz/http_stream.hpp"
-#include "hub/server/server_context.hpp"
-#include "hub/server/store_publisher.hpp"
+#include "fuzz_store.hpp"
+#include "http_stream.hpp"
+#include "kernelhub/hub/server/server_context.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::hub::server;

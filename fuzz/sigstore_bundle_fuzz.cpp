@@ -8,11 +8,12 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "trust/read_file.hpp"
-#include "trust/sigstore/pinned_roots.hpp"
-#include "trust/sigstore/verifier.hpp"
+#include "kernelhub/trust/sigstore/pinned_roots.hpp"
+#include "kernelhub/trust/sigstore/verifier.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 using namespace kernelhub::trust;
+using namespace kernelhub::util;
 
 namespace {
 

@@ -1,11 +1,12 @@
-#include "hub/api_url.hpp"
+#include "kernelhub/hub/api_url.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-#include "hub/http.hpp"
-#include "trust/revision.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/hub/http.hpp"
+#include "kernelhub/trust/revision.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/strings.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -29,13 +30,6 @@ std::optional<Parts> split(std::string_view url) {
   if (parts.authority.empty()) return std::nullopt;
   if (path_start != std::string_view::npos) parts.rest = url.substr(path_start);
   return parts;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 // "%2e" / "%2E" -> '.'; other text as is (only dots matter to has_dot_segment).
@@ -85,12 +79,12 @@ Result<std::string> repo_url(std::string_view endpoint, RepoKind kind, const tru
   if (route == RepoRoute::refs) return url;
   auto rev = trust::validate_revision(revision);
   if (!rev) return fail(rev.error());
-  url += "/" + url_encode(*rev, false);
+  url += "/" + util::url_encode(*rev, false);
   if (route == RepoRoute::revision || route == RepoRoute::commits) return url;
   if (path.empty() && route == RepoRoute::tree) return url;
   auto safe = trust::validate_repo_path(path);
   if (!safe) return fail(safe.error());
-  return url + "/" + url_encode(*safe, true);
+  return url + "/" + util::url_encode(*safe, true);
 }
 
 bool has_dot_segment(std::string_view url) {
@@ -134,8 +128,8 @@ std::optional<std::string> resolve_location(std::string_view base, std::string_v
 std::optional<std::string> url_origin(std::string_view url) {
   const auto parts = split(url);
   if (!parts) return std::nullopt;
-  const std::string scheme = lower(parts->scheme);
-  std::string authority = lower(parts->authority);
+  const std::string scheme = util::ascii_lower(parts->scheme);
+  std::string authority = util::ascii_lower(parts->authority);
   if (const auto at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
   const auto bracket = authority.rfind(']');  // IPv6 literal: the port follows the ']'
   const auto colon = authority.rfind(':');

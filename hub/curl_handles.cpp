@@ -1,4 +1,4 @@
-#include "hub/curl_handles.hpp"
+#include "curl_handles.hpp"
 
 #include <mutex>
 

@@ -6,10 +6,10 @@
 #include <array>
 #include <thread>
 
-#include "hub/curl_handles.hpp"
-#include "hub/curl_options.hpp"
-#include "hub/http.hpp"
-#include "hub/transfer_watch.hpp"
+#include "curl_handles.hpp"
+#include "curl_options.hpp"
+#include "kernelhub/hub/http.hpp"
+#include "kernelhub/hub/transfer_watch.hpp"
 
 namespace kernelhub::hub {
 namespace {

@@ -1,4 +1,4 @@
-#include "hub/curl_options.hpp"
+#include "curl_options.hpp"
 
 #include <algorithm>
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "hub/curl_handles.hpp"
-#include "hub/hub_config.hpp"
-#include "hub/transfer_watch.hpp"
-#include "trust/result.hpp"
+#include "curl_handles.hpp"
+#include "kernelhub/hub/hub_config.hpp"
+#include "kernelhub/hub/transfer_watch.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::hub {
 

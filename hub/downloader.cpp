@@ -1,4 +1,4 @@
-#include "hub/downloader.hpp"
+#include "kernelhub/hub/downloader.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -9,10 +9,10 @@
 #include <memory>
 #include <thread>
 
-#include "hub/curl_handles.hpp"
-#include "hub/curl_options.hpp"
-#include "hub/http.hpp"
-#include "hub/transfer_watch.hpp"
+#include "curl_handles.hpp"
+#include "curl_options.hpp"
+#include "kernelhub/hub/http.hpp"
+#include "kernelhub/hub/transfer_watch.hpp"
 
 namespace kernelhub::hub {
 namespace {

@@ -6,10 +6,10 @@
 #include <map>
 #include <system_error>
 
-#include "hub/fetcher.hpp"
-#include "trust/digest.hpp"
-#include "trust/metadata.hpp"
-#include "trust/read_file.hpp"
+#include "kernelhub/hub/fetcher.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/metadata.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -83,7 +83,7 @@ Result<void> verify_cached_variant(const fs::path& snapshot, const std::string& 
     return f.path == prefix + "metadata.json";
   });
   if (metadata_file == files.end()) return ok();  // nothing to check against, as `kernels` does
-  auto text = trust::read_small_file(snapshot / metadata_file->path, trust::kMaxMetadataBytes);
+  auto text = util::read_small_file(snapshot / metadata_file->path, trust::kMaxMetadataBytes);
   if (!text) return fail(text.error().code, metadata_file->path + ": " + text.error().message);
   auto metadata = trust::parse_kernel_metadata(*text);
   if (!metadata)

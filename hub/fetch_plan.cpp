@@ -1,14 +1,14 @@
-#include "hub/fetch_plan.hpp"
+#include "fetch_plan.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <iterator>
 
-#include "cache/fs_util.hpp"
-#include "hub/downloader.hpp"
-#include "hub/signature_gate.hpp"
-#include "trust/digest.hpp"
-#include "trust/read_file.hpp"
+#include "kernelhub/hub/downloader.hpp"
+#include "kernelhub/hub/signature_gate.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -63,7 +63,7 @@ Result<std::string> FetchPlan::read_small(Planned& file) {
     return fail(ErrorCode::too_large, file.entry.path + " is " + std::to_string(file.entry.size) +
                                           " bytes, over the " + std::to_string(cap) + "-byte cap");
   }
-  if (!file.slot) return trust::read_small_file(cache_.blobs_dir(repo_) / file.entry.etag(), cap);
+  if (!file.slot) return util::read_small_file(cache_.blobs_dir(repo_) / file.entry.etag(), cap);
   Slot& slot = slots_[*file.slot];
   auto url = api_.resolve_url(repo_, commit_, file.entry.path);
   if (!url) return fail(url.error());
@@ -186,7 +186,7 @@ Result<void> FetchPlan::publish() {
   // One fsync per changed folder for the whole publish (blobs/, the snapshot's folders),
   // after every entry is in place: the first one commits the journal, the others find
   // little left. The ref is written after it.
-  cache::DirtyDirs dirty;
+  util::DirtyDirs dirty;
   for (auto& slot : slots_) {
     auto committed = slot.writer.commit(&dirty);
     if (!committed) return fail(committed.error());

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "cache/blob_writer.hpp"
-#include "cache/kernel_cache.hpp"
-#include "hub/fetcher.hpp"
-#include "hub/hub_api.hpp"
-#include "trust/metadata.hpp"
+#include "kernelhub/cache/blob_writer.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/hub/fetcher.hpp"
+#include "kernelhub/hub/hub_api.hpp"
+#include "kernelhub/trust/metadata.hpp"
 
 namespace kernelhub::hub {
 

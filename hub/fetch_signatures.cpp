@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "hub/fetcher.hpp"
+#include "kernelhub/hub/fetcher.hpp"
 
 namespace kernelhub::hub {
 

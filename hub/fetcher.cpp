@@ -1,14 +1,15 @@
-#include "hub/fetcher.hpp"
+#include "kernelhub/hub/fetcher.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
-#include "cache/fs_util.hpp"
-#include "hub/fetch_plan.hpp"
-#include "hub/kernel_status.hpp"
-#include "trust/error_table.hpp"
-#include "trust/lockfile.hpp"
+#include "fetch_plan.hpp"
+#include "kernelhub/hub/kernel_status.hpp"
+#include "kernelhub/trust/lockfile.hpp"
+#include "kernelhub/util/error_table.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/strings.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -16,12 +17,6 @@ namespace {
 constexpr auto kStaleTempAge = std::chrono::hours(1);
 constexpr int kMaxRedirectHops = 4;
 constexpr std::size_t kMaxStatusFile = std::size_t{64} * 1024;
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
 
 Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request, bool retry) {
   if (!request.version) return api.resolve_revision(request.repo, *request.revision, retry);
@@ -48,7 +43,7 @@ bool is_ignored_kernel_file(std::string_view path) {
 
 Fetcher::Fetcher(HubConfig config, HttpClient& http, cache::KernelCache& cache,
                  trust::AdminPolicy policy, trust::TrustEnvironment trust_env,
-                 trust::Environment platform_env)
+                 util::Environment platform_env)
     : config_(config),
       http_(http),
       cache_(cache),
@@ -79,7 +74,7 @@ HubApi::MoveCheck trusted_moves(const trust::AdminPolicy& policy,
 
 Result<FetchResult> Fetcher::fetch(const FetchRequest& request, const ProgressCallback& progress) {
   auto result = fetch_any(request, progress);
-  if (!result) return fail(cache::explain_disk_full(std::move(result).error(), cache_.root()));
+  if (!result) return fail(util::explain_disk_full(std::move(result).error(), cache_.root()));
   return result;
 }
 
@@ -135,22 +130,22 @@ Result<std::vector<std::string>> Fetcher::choose_variants(
       return std::vector{*request.variant};
     return fail(ErrorCode::no_matching_variant,
                 "variant '" + *request.variant + "' does not exist in " + request.repo.str() +
-                    "; available: " + (sorted.empty() ? "none" : join(sorted)));
+                    "; available: " + (sorted.empty() ? "none" : util::join(sorted, ", ")));
   }
   if (request.all_variants) {
     if (sorted.empty())
       return fail(ErrorCode::no_matching_variant, request.repo.str() + " has no build variants");
     return sorted;
   }
-  Platform platform;
+  variant::Platform platform;
   if (request.target_platform) {
     platform = *request.target_platform;
   } else {
-    auto detected = detect_platform(platform_env_, request.platform);
+    auto detected = variant::detect_platform(platform_env_, request.platform);
     if (!detected) return fail(detected.error());
     platform = *detected;
   }
-  auto chosen = select_variant(sorted, platform);
+  auto chosen = variant::select_variant(sorted, platform);
   if (!chosen) return fail(chosen.error());
   return std::vector{*chosen};
 }
@@ -243,9 +238,10 @@ Result<FetchResult> Fetcher::fetch_commit(const FetchRequest& asked, const std::
   auto variants = choose_variants(request, names);
   if (!variants) return fail(variants.error());
   // Held until this function returns: the plan below sees what an earlier turn published.
-  const auto turn = download_gate_
-                        ? download_gate_(request.repo.str() + '@' + commit + ' ' + join(*variants))
-                        : nullptr;
+  const auto turn =
+      download_gate_
+          ? download_gate_(request.repo.str() + '@' + commit + ' ' + util::join(*variants, ", "))
+          : nullptr;
 
   FetchPlan plan(config_, http_, api_, cache_, request.repo, commit);
   receipts_.clear();

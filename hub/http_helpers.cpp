@@ -6,19 +6,13 @@
 #include <cctype>
 #include <charconv>
 
-#include "hub/curl_handles.hpp"
-#include "hub/http.hpp"
-#include "trust/json_bounds.hpp"
+#include "curl_handles.hpp"
+#include "kernelhub/hub/http.hpp"
+#include "kernelhub/util/json_bounds.hpp"
+#include "kernelhub/util/strings.hpp"
 
 namespace kernelhub::hub {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
@@ -65,7 +59,7 @@ std::string server_message(const HeaderMap& headers, std::string_view body) {
   std::string message;
   if (auto it = headers.find("x-error-message"); it != headers.end())
     message = one_line(it->second);
-  const auto json = trust::parse_bounded_json(body, trust::kErrorBodyJson);
+  const auto json = util::parse_bounded_json(body, util::kErrorBodyJson);
   if (json && json->is_object()) {
     if (const auto err = json->find("error"); err != json->end()) {
       const std::string text = one_line(
@@ -113,7 +107,8 @@ std::optional<std::string> parse_link_next(std::string_view link_header) {
           trim(params.substr(p, semi == std::string_view::npos ? semi : semi - p));
       p = semi == std::string_view::npos ? params.size() : semi + 1;
       const auto eq = param.find('=');
-      if (eq == std::string_view::npos || lower(trim(param.substr(0, eq))) != "rel") continue;
+      if (eq == std::string_view::npos || util::ascii_lower(trim(param.substr(0, eq))) != "rel")
+        continue;
       std::string_view value = trim(param.substr(eq + 1));
       if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
         value = value.substr(1, value.size() - 2);
@@ -123,7 +118,7 @@ std::optional<std::string> parse_link_next(std::string_view link_header) {
       while (q <= value.size()) {
         const auto space = value.find(' ', q);
         const auto token = value.substr(q, space == std::string_view::npos ? space : space - q);
-        if (lower(token) == "next") return std::string(url);
+        if (util::ascii_lower(token) == "next") return std::string(url);
         if (space == std::string_view::npos) break;
         q = space + 1;
       }
@@ -229,31 +224,11 @@ void add_header_line(HeaderMap& headers, std::string_view line) {
   }
   const auto colon = line.find(':');
   if (colon == std::string_view::npos) return;
-  std::string name = lower(trim(line.substr(0, colon)));
+  std::string name = util::ascii_lower(trim(line.substr(0, colon)));
   std::string value(trim(line.substr(colon + 1)));
   auto [it, inserted] = headers.try_emplace(std::move(name), value);
   // Repeated headers (e.g. two Link lines) combine with a comma, as HTTP allows.
   if (!inserted) it->second += ", " + value;
-}
-
-std::string url_encode(std::string_view text, bool keep_slash) {
-  ensure_curl_global_init();
-  std::string out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    auto slash = keep_slash ? text.find('/', start) : std::string_view::npos;
-    const auto segment =
-        text.substr(start, slash == std::string_view::npos ? slash : slash - start);
-    char* escaped = curl_easy_escape(nullptr, segment.data(), static_cast<int>(segment.size()));
-    if (escaped != nullptr) {
-      out += escaped;
-      curl_free(escaped);
-    }
-    if (slash == std::string_view::npos) break;
-    out += '/';
-    start = slash + 1;
-  }
-  return out;
 }
 
 }  // namespace kernelhub::hub

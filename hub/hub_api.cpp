@@ -1,13 +1,13 @@
-#include "hub/hub_api.hpp"
+#include "kernelhub/hub/hub_api.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <charconv>
 
-#include "hub/api_url.hpp"
-#include "trust/kernel_dependency.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/hub/api_url.hpp"
+#include "kernelhub/trust/kernel_dependency.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 namespace kernelhub::hub {
 namespace {

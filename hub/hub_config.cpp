@@ -1,11 +1,11 @@
-#include "hub/hub_config.hpp"
+#include "kernelhub/hub/hub_config.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 
-#include "trust/read_file.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -34,7 +34,7 @@ std::optional<long long> parse_count(const std::optional<std::string>& text) {
 
 // The first CA bundle variable set to a non-empty value; an empty value never means "do not
 // verify" here.
-std::optional<std::string> first_set(const trust::Environment& env,
+std::optional<std::string> first_set(const util::Environment& env,
                                      std::initializer_list<const char*> names) {
   for (const char* name : names) {
     if (auto value = env.get(name); value && !value->empty()) return value;
@@ -50,7 +50,7 @@ std::string trim(std::string text) {
 }
 
 std::optional<std::string> read_token_file(const std::filesystem::path& path) {
-  auto text = trust::read_small_file(path, 64u << 10);  // a token is ~40 bytes
+  auto text = util::read_small_file(path, 64u << 10);  // a token is ~40 bytes
   if (!text) return std::nullopt;
   std::string token = trim(std::move(*text));
   if (token.empty()) return std::nullopt;
@@ -61,13 +61,13 @@ std::optional<std::string> read_token_file(const std::filesystem::path& path) {
 // ($HF_TOKEN_PATH, else $HF_HOME/token, else ~/.cache/huggingface/token). Paths expand ~ and
 // $VAR as Python does. A blank value (empty or whitespace only) is no token: it is skipped,
 // so no "Authorization: Bearer " with nothing after it is ever sent.
-std::optional<std::string> resolve_token(const trust::Environment& env) {
+std::optional<std::string> resolve_token(const util::Environment& env) {
   if (env.is_true("HF_HUB_DISABLE_IMPLICIT_TOKEN")) return std::nullopt;
   for (const char* var : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
     if (auto token = env.get(var); token && !trim(*token).empty()) return trim(*token);
   }
   const auto expand = [&env](const std::string& value) -> std::filesystem::path {
-    return trust::expand_path(value, env);
+    return util::expand_path(value, env);
   };
   std::filesystem::path file;
   if (auto path = env.get("HF_TOKEN_PATH")) {
@@ -86,7 +86,7 @@ std::optional<std::string> resolve_token(const trust::Environment& env) {
 
 }  // namespace
 
-HubConfig HubConfig::from(const trust::Environment& env) {
+HubConfig HubConfig::from(const util::Environment& env) {
   HubConfig config;
   if (auto endpoint = env.get("HF_ENDPOINT")) {
     std::string value = *endpoint;

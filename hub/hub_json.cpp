@@ -2,10 +2,10 @@
 // shapes, 40/64-hex ids (an etag becomes a file name in blobs/), and repo paths.
 #include <nlohmann/json.hpp>
 
-#include "hub/hub_api.hpp"
-#include "trust/digest.hpp"
-#include "trust/json_bounds.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/hub/hub_api.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/json_bounds.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -16,10 +16,10 @@ Unexpected malformed(std::string what) {
   return fail(ErrorCode::malformed_response, std::move(what));
 }
 
-// Size, depth and value-count bounds first (trust/json_bounds.hpp): a hostile page costs
-// bounded memory and no later walk of it can recurse deep.
+// Size, depth and value-count bounds first (util/include/kernelhub/util/json_bounds.hpp): a hostile
+// page costs bounded memory and no later walk of it can recurse deep.
 Result<json> parse(std::string_view body, std::string_view what) {
-  auto value = trust::parse_bounded_json(body, trust::kHubApiJson);
+  auto value = util::parse_bounded_json(body, util::kHubApiJson);
   if (!value) {
     const auto& e = value.error();
     if (e.code == ErrorCode::too_large)

@@ -1,6 +1,6 @@
-#include "hub/import_signatures.hpp"
+#include "kernelhub/hub/import_signatures.hpp"
 
-#include "hub/signature_gate.hpp"
+#include "kernelhub/hub/signature_gate.hpp"
 
 namespace kernelhub::hub {
 

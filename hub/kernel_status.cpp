@@ -1,14 +1,14 @@
-#include "hub/kernel_status.hpp"
+#include "kernelhub/hub/kernel_status.hpp"
 
 #include <toml++/toml.h>
 
-#include "trust/toml_bounds.hpp"
+#include "kernelhub/util/toml_bounds.hpp"
 
 namespace kernelhub::hub {
 
 Result<std::optional<KernelRedirect>> parse_kernel_status(std::string_view toml_text) {
-  if (auto bounded = trust::check_toml_shape(toml_text, trust::kKernelStatusToml,
-                                             ErrorCode::malformed_response);
+  if (auto bounded =
+          util::check_toml_shape(toml_text, util::kKernelStatusToml, ErrorCode::malformed_response);
       !bounded) {
     return fail(bounded.error().code, "kernel-status.toml: " + bounded.error().message);
   }

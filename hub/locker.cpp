@@ -1,9 +1,9 @@
-#include "hub/locker.hpp"
+#include "kernelhub/hub/locker.hpp"
 
 #include <algorithm>
 
-#include "hub/fetcher.hpp"
-#include "trust/metadata.hpp"
+#include "kernelhub/hub/fetcher.hpp"
+#include "kernelhub/trust/metadata.hpp"
 
 namespace kernelhub::hub {
 namespace {

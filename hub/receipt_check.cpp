@@ -1,8 +1,8 @@
-#include "hub/receipt_check.hpp"
+#include "kernelhub/hub/receipt_check.hpp"
 
 #include <system_error>
 
-#include "hub/signature_gate.hpp"
+#include "kernelhub/hub/signature_gate.hpp"
 
 namespace kernelhub::hub {
 namespace {

@@ -1,4 +1,4 @@
-#include "hub/signature_gate.hpp"
+#include "kernelhub/hub/signature_gate.hpp"
 
 #include <algorithm>
 #include <map>
@@ -6,15 +6,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hub/variant_name.hpp"
-#include "trust/digest.hpp"
-#include "trust/json_bounds.hpp"
-#include "trust/metadata.hpp"
-#include "trust/policy.hpp"
-#include "trust/read_file.hpp"
-#include "trust/sigstore/bundle.hpp"
-#include "trust/sigstore/pinned_roots.hpp"
-#include "trust/sigstore/verifier.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/metadata.hpp"
+#include "kernelhub/trust/policy.hpp"
+#include "kernelhub/trust/sigstore/bundle.hpp"
+#include "kernelhub/trust/sigstore/pinned_roots.hpp"
+#include "kernelhub/trust/sigstore/verifier.hpp"
+#include "kernelhub/util/json_bounds.hpp"
+#include "kernelhub/util/read_file.hpp"
+#include "kernelhub/variant/variant_name.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -22,7 +22,7 @@ namespace {
 namespace sigstore = trust::sigstore;
 using Status = SignatureReceipt::Status;
 
-constexpr trust::JsonBounds kReceiptJson{64u << 10, 8, 1'000};
+constexpr util::JsonBounds kReceiptJson{64u << 10, 8, 1'000};
 
 std::string_view status_name(Status status) {
   switch (status) {
@@ -39,9 +39,9 @@ std::string_view status_name(Status status) {
 // The backend family a variant folder is built for ("cuda", "cpu", ...); nullopt when the
 // name does not say (a universal noarch build, an unknown scheme).
 std::optional<std::string> folder_backend(std::string_view variant) {
-  const auto parsed = parse_variant_name(variant);
+  const auto parsed = variant::parse_variant_name(variant);
   if (!parsed) return std::nullopt;
-  if (parsed->framework != Framework::noarch) return parsed->backend.family;
+  if (parsed->framework != variant::Framework::noarch) return parsed->backend.family;
   if (parsed->noarch_backend == "universal") return std::nullopt;
   if (parsed->noarch_backend == "npu") return std::string("cann");
   return parsed->noarch_backend;
@@ -88,7 +88,7 @@ std::string receipt_to_json(const SignatureReceipt& receipt) {
 }
 
 std::optional<SignatureReceipt> receipt_from_json(std::string_view text) {
-  auto doc = trust::parse_bounded_json(text, kReceiptJson);
+  auto doc = util::parse_bounded_json(text, kReceiptJson);
   if (!doc || !doc->is_object() || doc->value("receipt", 0) != 1) return std::nullopt;
   try {
     SignatureReceipt receipt;
@@ -219,11 +219,11 @@ SignatureReceipt SignatureVerifier::verify_cached(const cache::KernelCache& cach
   std::error_code ec;
   const std::filesystem::path link = std::filesystem::read_symlink(dir / "metadata.json", ec);
   const std::string etag = ec ? std::string() : link.filename().string();
-  const auto text = trust::read_small_file(dir / "metadata.json", trust::kMaxMetadataBytes);
+  const auto text = util::read_small_file(dir / "metadata.json", trust::kMaxMetadataBytes);
   BundleBytes bundle = std::optional<std::string>();
   if (text) {
     auto read =
-        trust::read_small_file(dir / std::string(kSignatureBundleFile), sigstore::kMaxBundleBytes);
+        util::read_small_file(dir / std::string(kSignatureBundleFile), sigstore::kMaxBundleBytes);
     if (read) {
       bundle = std::optional<std::string>(std::move(*read));
     } else if (read.error().code != ErrorCode::io) {  // there, but over the cap or no file

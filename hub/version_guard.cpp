@@ -5,7 +5,7 @@
 // never accepted: the state moves only after a successful publish.
 #include <spdlog/spdlog.h>
 
-#include "hub/fetcher.hpp"
+#include "kernelhub/hub/fetcher.hpp"
 
 namespace kernelhub::hub {
 

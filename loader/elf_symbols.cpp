@@ -1,4 +1,4 @@
-#include "loader/elf_symbols.hpp"
+#include "kernelhub/loader/elf_symbols.hpp"
 
 #include <elf.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 namespace kernelhub::loader {
 namespace {

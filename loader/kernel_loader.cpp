@@ -1,5 +1,5 @@
 // verify-then-dlopen (kernel_loader.hpp) and the process-wide registry of loaded kernels.
-#include "loader/kernel_loader.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -8,13 +8,13 @@
 #include <map>
 #include <mutex>
 
-#include "loader/dispatcher_ops.hpp"
-#include "loader/elf_symbols.hpp"
-#include "loader/load_order.hpp"
-#include "loader/metadata_file.hpp"
-#include "loader/python_shim.hpp"
-#include "loader/verify.hpp"
-#include "trust/metadata.hpp"
+#include "dispatcher_ops.hpp"
+#include "kernelhub/loader/elf_symbols.hpp"
+#include "kernelhub/loader/load_order.hpp"
+#include "kernelhub/loader/python_shim.hpp"
+#include "kernelhub/trust/metadata.hpp"
+#include "metadata_file.hpp"
+#include "verify.hpp"
 
 namespace kernelhub::loader {
 namespace {

@@ -1,10 +1,10 @@
 // Operator lookup and boxed calls (kernel_ops.hpp), and the dispatcher's per-namespace view.
-#include "loader/kernel_ops.hpp"
+#include "kernelhub/loader/kernel_ops.hpp"
 
 #include <algorithm>
 #include <optional>
 
-#include "loader/dispatcher_ops.hpp"
+#include "dispatcher_ops.hpp"
 
 namespace kernelhub::loader {
 namespace detail {

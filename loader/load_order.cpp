@@ -1,4 +1,4 @@
-#include "loader/load_order.hpp"
+#include "kernelhub/loader/load_order.hpp"
 
 #include <dlfcn.h>
 

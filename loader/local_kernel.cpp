@@ -9,13 +9,13 @@
 #include <cstring>
 #include <map>
 
-#include "hub/variant.hpp"
-#include "loader/kernel_loader.hpp"
-#include "loader/metadata_file.hpp"
-#include "trust/digest.hpp"
-#include "trust/metadata.hpp"
-#include "trust/open_beneath.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/metadata.hpp"
+#include "kernelhub/trust/open_beneath.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/variant/variant.hpp"
+#include "metadata_file.hpp"
 
 namespace kernelhub::loader {
 namespace {
@@ -89,8 +89,8 @@ bool has_entry(const std::vector<DirEntry>& entries, auto&& predicate) {
   return std::any_of(entries.begin(), entries.end(), predicate);
 }
 
-hub::Platform platform_of(const Runtime& runtime) {
-  hub::Platform platform;
+variant::Platform platform_of(const Runtime& runtime) {
+  variant::Platform platform;
   platform.torch_major = runtime.torch_major;
   platform.torch_minor = runtime.torch_minor;
   platform.cxx11_abi = runtime.cxx11_abi;
@@ -114,7 +114,7 @@ Result<std::string> pick_variant(int build_fd, const Runtime& runtime) {
     if (entry.type == DT_DIR) names.push_back(entry.name);
   }
   std::string reasons;
-  for (const auto& candidate : hub::rank_variants(names, platform_of(runtime))) {
+  for (const auto& candidate : variant::rank_variants(names, platform_of(runtime))) {
     const auto check = check_variant_compatible(candidate.name, runtime);
     if (check) return candidate.name;
     reasons += "\n  " + check.error().message;

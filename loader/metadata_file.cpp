@@ -1,4 +1,4 @@
-#include "loader/metadata_file.hpp"
+#include "metadata_file.hpp"
 
 #include <unistd.h>
 

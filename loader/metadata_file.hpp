@@ -1,14 +1,15 @@
 // Reading a variant's metadata.json from an open fd for the loader, through the one parser
 // (trust::parse_kernel_metadata). Hub builds span several metadata generations and local
-// library builds may carry a package version such as "2.7.4": see trust/metadata.hpp.
+// library builds may carry a package version such as "2.7.4": see
+// trust/include/kernelhub/trust/metadata.hpp.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-#include "trust/metadata.hpp"
-#include "trust/result.hpp"
+#include "kernelhub/trust/metadata.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::loader::detail {
 

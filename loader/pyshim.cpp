@@ -1,7 +1,7 @@
 // libkernelhub_pyshim.so: stubs for the Python C-API functions in python_shim_symbols.hpp,
 // loaded RTLD_GLOBAL before the first kernel so that its BIND_NOW references resolve in a
 // process without libpython. Never called; each returns "failed"/nothing.
-#include "loader/python_shim_symbols.hpp"
+#include "kernelhub/loader/python_shim_symbols.hpp"
 
 #define KH_PYSHIM_DEFINE(name, ret, params, value)                    \
   extern "C" __attribute__((visibility("default"))) ret name params { \

@@ -1,4 +1,4 @@
-#include "loader/python_shim.hpp"
+#include "kernelhub/loader/python_shim.hpp"
 
 #include <dlfcn.h>
 
@@ -25,7 +25,7 @@ std::filesystem::path loader_module_dir() {
 Result<void> load_shim() {
   // A Python host (or an app that links libpython) already provides the real functions.
   if (::dlsym(RTLD_DEFAULT, "PyModule_Create2") != nullptr) return ok();
-  const auto candidates = python_shim_candidates(trust::Environment::from_process());
+  const auto candidates = python_shim_candidates(util::Environment::from_process());
   std::string tried;
   for (const auto& candidate : candidates) {
     std::error_code ec;
@@ -46,7 +46,7 @@ Result<void> load_shim() {
 
 }  // namespace
 
-std::vector<std::filesystem::path> python_shim_candidates(const trust::Environment& env) {
+std::vector<std::filesystem::path> python_shim_candidates(const util::Environment& env) {
   if (auto explicit_path = env.get("KERNELHUB_PYSHIM")) return {*explicit_path};
   std::vector<std::filesystem::path> candidates;
   if (const auto dir = loader_module_dir(); !dir.empty()) {

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <string>
 
-#include "hub/variant_name.hpp"
-#include "loader/kernel_loader.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
+#include "kernelhub/variant/variant_name.hpp"
 
 namespace kernelhub::loader {
 namespace {
@@ -33,7 +33,7 @@ std::string device_text(const Runtime& runtime) {
 }
 
 // Empty when the backend can run here, else why not.
-std::string backend_rejection(const hub::BackendToken& backend, const Runtime& runtime) {
+std::string backend_rejection(const variant::BackendToken& backend, const Runtime& runtime) {
   if (backend.family == "cpu") return {};
   if (backend.family == "cuda") {
     // Loading needs libtorch_cuda, not a GPU: without one the ops register and their calls
@@ -84,19 +84,19 @@ Result<void> check_variant_compatible(std::string_view variant, const Runtime& r
   auto refuse = [&](const std::string& why) {
     return fail(ErrorCode::incompatible_kernel, "variant " + name + " cannot be loaded: " + why);
   };
-  const auto parsed = hub::parse_variant_name(variant);
+  const auto parsed = variant::parse_variant_name(variant);
   if (!parsed) return refuse("not a kernel-builder variant name");
   const std::string torch = version_text(runtime.torch_major, runtime.torch_minor);
   switch (parsed->framework) {
-    case hub::Framework::noarch:
+    case variant::Framework::noarch:
       return refuse("needs Python: a torch-" + parsed->noarch_backend +
                     " build is Python code (Triton, CuTe DSL or plain PyTorch) with no "
                     "compiled ops to load");
-    case hub::Framework::tvm_ffi:
+    case variant::Framework::tvm_ffi:
       return refuse(
           "needs Python: tvm-ffi builds are loaded through the tvm_ffi Python "
           "package and register no torch ops");
-    case hub::Framework::torch:
+    case variant::Framework::torch:
       if (parsed->major != runtime.torch_major || parsed->minor != runtime.torch_minor) {
         return refuse("built for torch " + version_text(parsed->major, parsed->minor) +
                       ", this process runs libtorch " + torch + " (full-ABI builds need the same " +
@@ -109,7 +109,7 @@ Result<void> check_variant_compatible(std::string_view variant, const Runtime& r
                       (runtime.cxx11_abi ? "cxx11" : "pre-cxx11") + " ABI");
       }
       break;
-    case hub::Framework::torch_stable_abi:
+    case variant::Framework::torch_stable_abi:
       if (std::pair{parsed->major, parsed->minor} >
           std::pair{runtime.torch_major, runtime.torch_minor}) {
         return refuse("built for the torch stable ABI " +

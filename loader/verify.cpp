@@ -1,4 +1,4 @@
-#include "loader/verify.hpp"
+#include "verify.hpp"
 
 #include <sys/stat.h>
 
@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
-#include "loader/python_shim_symbols.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/loader/python_shim_symbols.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::loader::detail {
 namespace {

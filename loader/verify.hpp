@@ -5,9 +5,9 @@
 #include <string_view>
 #include <vector>
 
-#include "loader/kernel_loader.hpp"
-#include "loader/load_order.hpp"
-#include "trust/result.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
+#include "kernelhub/loader/load_order.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::loader::detail {
 

@@ -1,9 +1,9 @@
-#include "proto/frame.hpp"
+#include "kernelhub/proto/frame.hpp"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "trust/json_bounds.hpp"
+#include "kernelhub/util/json_bounds.hpp"
 
 namespace kernelhub::proto {
 namespace {
@@ -89,11 +89,12 @@ Result<std::optional<nlohmann::json>> FrameDecoder::next() {
     return std::optional<nlohmann::json>{};
 
   const char* begin = buffer_.data() + consumed_ + kFrameHeaderSize;
-  // Depth and value-count bounds as for every outside JSON (trust/json_bounds.hpp).
-  trust::JsonBounds bounds = trust::kFrameJson;
+  // Depth and value-count bounds as for every outside JSON
+  // (util/include/kernelhub/util/json_bounds.hpp).
+  util::JsonBounds bounds = util::kFrameJson;
   bounds.max_bytes = max_frame_;
-  auto parsed = trust::parse_bounded_json(std::string_view(begin, *length), bounds,
-                                          ErrorCode::malformed_frame);
+  auto parsed = util::parse_bounded_json(std::string_view(begin, *length), bounds,
+                                         ErrorCode::malformed_frame);
   consumed_ += kFrameHeaderSize + *length;
   if (!parsed) {
     return refuse(ErrorCode::malformed_frame, parsed.error().message == "not valid JSON"

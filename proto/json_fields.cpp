@@ -1,4 +1,4 @@
-#include "proto/json_fields.hpp"
+#include "json_fields.hpp"
 
 #include <limits>
 

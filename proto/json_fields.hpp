@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trust/result.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::proto::detail {
 

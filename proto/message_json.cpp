@@ -1,5 +1,5 @@
 // to_json for every message: the canonical form (absent optionals omitted).
-#include "proto/messages.hpp"
+#include "kernelhub/proto/messages.hpp"
 
 namespace kernelhub::proto {
 namespace {

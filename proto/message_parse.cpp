@@ -2,8 +2,8 @@
 #include <array>
 #include <utility>
 
-#include "proto/json_fields.hpp"
-#include "proto/messages.hpp"
+#include "json_fields.hpp"
+#include "kernelhub/proto/messages.hpp"
 
 // Binds `var` to the value of a Result-returning expression or returns its error.
 #define KH_PROTO_GET(var, expr)                                                 \

@@ -1,7 +1,7 @@
 // Handshake settlement and the Error <-> error-frame mapping.
 #include <algorithm>
 
-#include "proto/messages.hpp"
+#include "kernelhub/proto/messages.hpp"
 
 namespace kernelhub::proto {
 

@@ -1,4 +1,4 @@
-#include "proto/prometheus.hpp"
+#include "kernelhub/proto/prometheus.hpp"
 
 #include <array>
 #include <charconv>

@@ -1,5 +1,5 @@
 // send_frame and FrameReader: sendmsg/recvmsg with SCM_RIGHTS over a Unix stream socket.
-#include "proto/transport.hpp"
+#include "kernelhub/proto/transport.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "trust/system_error.hpp"
+#include "kernelhub/util/system_error.hpp"
 
 namespace kernelhub::proto {
 namespace {
@@ -17,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 Unexpected socket_error(const char* what, int err) {
   const bool gone = err == EPIPE || err == ECONNRESET || err == ENOTCONN;
   return fail(gone ? ErrorCode::network : ErrorCode::io,
-              std::string(what) + ": " + trust::errno_text(err));
+              std::string(what) + ": " + util::errno_text(err));
 }
 
 // Waits for `events`; false on timeout. A negative timeout waits forever.
@@ -120,7 +120,7 @@ Result<bool> FrameReader::fill(std::optional<Clock::time_point> deadline) {
       // not install the descriptors here, which is this process's open-file limit.
       if (received < kMaxFdsPerFrame) {
         return fail(ErrorCode::io, "descriptors sent with a frame were dropped on arrival: " +
-                                       trust::errno_text(EMFILE));
+                                       util::errno_text(EMFILE));
       }
       return fail(ErrorCode::protocol_error,
                   "peer sent more than " + std::to_string(kMaxFdsPerFrame) + " fds");

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "proto/transport.hpp"
-#include "trust/system_error.hpp"
+#include "kernelhub/proto/transport.hpp"
+#include "kernelhub/util/system_error.hpp"
 
 namespace kernelhub::proto {
 namespace {
@@ -27,7 +27,7 @@ Result<sockaddr_un> address_of(const std::filesystem::path& path) {
 
 Result<UniqueFd> new_socket() {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return fail(ErrorCode::io, std::string("socket: ") + trust::errno_text(errno));
+  if (!fd) return fail(ErrorCode::io, std::string("socket: ") + util::errno_text(errno));
   return fd;
 }
 

@@ -87,13 +87,24 @@ def owners(root: Path, targets):
     return by_file, by_dir
 
 
+def twin_sources(path: Path) -> list[Path]:
+    """The source files a header declares for: beside it, or, for a public header
+    (<module>/include/kernelhub/<...>/name.hpp), in its module folder <module>/name.cpp."""
+    candidates = [path.with_suffix(s) for s in (".cpp", ".cc", ".cu")]
+    parts = path.parts
+    if "include" in parts:
+        module = Path(*parts[: len(parts) - 1 - parts[::-1].index("include")])
+        candidates += [module / path.with_suffix(s).name for s in (".cpp", ".cc", ".cu")]
+    return candidates
+
+
 def owner_of(path: Path, root: Path, by_file, by_dir) -> tuple[set[str], bool]:
     """The targets a file belongs to, and whether it is compiled into each of them: those
-    compiling it (or its .cpp), else its folder's (a header-only header, one of them)."""
+    compiling it (or its .cpp), else its folder's (a header-only header, one of them). A public
+    header under <module>/include/ belongs to <module>'s targets."""
     if path in by_file:
         return by_file[path], True
-    for suffix in (".cpp", ".cc", ".cu"):
-        twin = path.with_suffix(suffix)
+    for twin in twin_sources(path):
         if twin in by_file:
             return by_file[twin], True
     folder = path.parent
@@ -114,8 +125,17 @@ def is_outside_code(path: Path, root: Path) -> bool:
     return str(path.relative_to(root)).startswith(OUTSIDE_CODE)
 
 
-def resolve(include: str, including: Path, root: Path) -> Path | None:
-    for base in (including.parent, root):
+def include_roots(root: Path, by_dir) -> list[Path]:
+    """Every public include folder of the project's targets (<module>/include), the tests'
+    helper root and the source root: an include is resolved against all of them, so that an
+    include the compiler would refuse (no such folder on the target's path) is still named
+    and checked here against the graph."""
+    roots = sorted({folder / "include" for folder in by_dir if (folder / "include").is_dir()})
+    return roots + [root / "tests", root]
+
+
+def resolve(include: str, including: Path, bases: list[Path]) -> Path | None:
+    for base in [including.parent, *bases]:
         candidate = (base / include).resolve()
         if candidate.is_file():
             return candidate
@@ -138,10 +158,12 @@ def main() -> int:
         file, _, header = item.partition("=")
         injected[(root / file).resolve()].append(header)
 
-    # Every file a target owns: its sources, and the headers in its folders.
+    # Every file a target owns: its sources, and the headers in its folders and their include/.
     files = set(by_file)
     for folder in by_dir:
         files.update(p.resolve() for p in folder.glob("*") if p.suffix in HEADER_SUFFIXES)
+        files.update(p.resolve() for p in folder.glob("include/**/*") if p.suffix in HEADER_SUFFIXES)
+    bases = include_roots(root, by_dir)
     violations = []
     checked = 0
     for path in sorted(files):
@@ -154,7 +176,7 @@ def main() -> int:
         lines = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in INCLUDE.finditer(text)]
         lines += [(0, header) for header in injected.get(path, [])]
         for line, include in lines:
-            header = resolve(include, path, root)
+            header = resolve(include, path, bases)
             if header is None:
                 continue
             checked += 1

@@ -26,7 +26,7 @@ DEB_PACKAGES=(
 # Debian 12's `nginx` is the smallest package with proxy_cache and TLS to upstreams
 # (nginx-light is it plus the echo module). Its own service is never used: see below.
 # libgloo-dev: gloo's headers, which torch's ProcessGroupGloo.hpp includes and the wheel does
-# not ship (client/parallel: context parallelism; torch's own gloo is what runs).
+# not ship (parallel/: context parallelism; torch's own gloo is what runs).
 # clang-tidy-14, clang-format-14: scripts/tidy.sh and scripts/format.sh --check (the test command).
 
 missing=()

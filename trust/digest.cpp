@@ -1,4 +1,5 @@
-#include "trust/digest.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/strings.hpp"
 
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -10,7 +11,7 @@
 #include <cstring>
 #include <new>
 
-#include "trust/read_file.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::trust {
 
@@ -39,7 +40,7 @@ std::vector<unsigned char> EvpHasher::final_bytes() {
   return out;
 }
 
-std::string EvpHasher::final_hex() { return to_hex(final_bytes()); }
+std::string EvpHasher::final_hex() { return util::to_hex(final_bytes()); }
 std::string EvpHasher::final_base64() { return to_base64(final_bytes()); }
 
 namespace {
@@ -83,17 +84,6 @@ void GitBlobSha1::reset(std::uint64_t size) {
   sha1_.update(header.data(), header.size() + 1);  // including the terminating NUL
 }
 
-std::string to_hex(std::span<const unsigned char> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (const unsigned char b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 0xf]);
-  }
-  return out;
-}
-
 std::string to_base64(std::span<const unsigned char> bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
   const int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes.data(),
@@ -132,7 +122,7 @@ Result<std::vector<unsigned char>> from_base64(std::string_view text) {
 Result<std::string> base64_to_hex(std::string_view text) {
   auto bytes = from_base64(text);
   KH_TRY(bytes);
-  return to_hex(*bytes);
+  return util::to_hex(*bytes);
 }
 
 bool is_lower_hex(std::string_view text, std::size_t length) noexcept {
@@ -157,20 +147,6 @@ std::string git_blob_sha1_hex(std::string_view data) {
 
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // Feeds every byte of `fd` from offset 0 to `sink`; returns the byte count.
 template <class Sink>
 Result<std::uint64_t> read_all(int fd, const std::string& what, Sink&& sink) {
@@ -188,13 +164,6 @@ Result<std::uint64_t> read_all(int fd, const std::string& what, Sink&& sink) {
   }
 }
 
-// A regular file only: hashing a FIFO would wait for a writer, /dev/zero would never end.
-Result<int> open_read(const std::filesystem::path& path) {
-  auto fd = open_regular_file(path);
-  if (!fd) return fail(fd.error());
-  return fd->release();
-}
-
 }  // namespace
 
 Result<std::string> sha256_fd_hex(int fd) {
@@ -206,9 +175,10 @@ Result<std::string> sha256_fd_hex(int fd) {
 }
 
 Result<std::string> sha256_file_hex(const std::filesystem::path& path) {
-  auto fd = open_read(path);
+  // A regular file only: hashing a FIFO would wait for a writer, /dev/zero would never end.
+  auto fd = util::open_regular_file(path);
   KH_TRY(fd);
-  Fd guard(*fd);
+  const UniqueFd& guard = *fd;
   Sha256 h;
   auto n =
       read_all(guard.get(), path.string(), [&](const char* d, std::size_t s) { h.update(d, s); });
@@ -217,9 +187,10 @@ Result<std::string> sha256_file_hex(const std::filesystem::path& path) {
 }
 
 Result<std::string> git_blob_sha1_file_hex(const std::filesystem::path& path) {
-  auto fd = open_read(path);
+  // A regular file only: hashing a FIFO would wait for a writer, /dev/zero would never end.
+  auto fd = util::open_regular_file(path);
   KH_TRY(fd);
-  Fd guard(*fd);
+  const UniqueFd& guard = *fd;
   struct stat st {};
   if (::fstat(guard.get(), &st) != 0) {
     return fail(ErrorCode::io, "cannot stat " + path.string() + ": " + std::strerror(errno));

@@ -1,8 +1,8 @@
-#include "trust/kernel_dependency.hpp"
+#include "kernelhub/trust/kernel_dependency.hpp"
 
 #include <charconv>
 
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 namespace kernelhub::trust {
 
@@ -18,7 +18,7 @@ std::optional<std::uint64_t> version_of_branch(std::string_view name) {
 
 std::string KernelDependency::describe() const {
   return repo.str() + (has_version() ? " version " + std::to_string(version())
-                                     : " revision " + sanitize_for_message(revision()));
+                                     : " revision " + trust::sanitize_for_message(revision()));
 }
 
 std::strong_ordering KernelDependency::operator<=>(const KernelDependency& other) const {
@@ -36,7 +36,7 @@ Result<KernelDependency> parse_kernel_dependency(const nlohmann::json& node, std
   if (!node.is_object()) return bad("a dependency must be an object");
   for (const auto& [key, value] : node.items()) {
     if (key != "repo-id" && key != "version" && key != "revision") {
-      return bad("unknown member '" + sanitize_for_message(key) +
+      return bad("unknown member '" + trust::sanitize_for_message(key) +
                  "' (expected repo-id and version or revision)");
     }
   }

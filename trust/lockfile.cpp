@@ -1,4 +1,4 @@
-#include "trust/lockfile.hpp"
+#include "kernelhub/trust/lockfile.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,10 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trust/digest.hpp"
-#include "trust/json_bounds.hpp"
-#include "trust/read_file.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/json_bounds.hpp"
+#include "kernelhub/util/read_file.hpp"
+#include "kernelhub/util/strings.hpp"
 
 namespace kernelhub::trust {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-constexpr JsonBounds kLockfileJson{kMaxLockfileBytes, 16, 200'000};
+constexpr util::JsonBounds kLockfileJson{kMaxLockfileBytes, 16, 200'000};
 constexpr std::string_view kLegacyHashType = "git_lfs_concat";
 
 Unexpected malformed(const std::string& where, const std::string& why) {
@@ -32,12 +33,10 @@ std::string entry_name(std::size_t index) {
 // A git object id: 40 (sha1) or 64 (sha256) hex digits, kept lowercase.
 Result<std::string> commit_id(const json& node, const std::string& where) {
   if (!node.is_string()) return malformed(where, "the commit must be a string");
-  std::string text = node.get<std::string>();
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string text = util::ascii_lower(node.get<std::string>());
   if (!is_git_object_id(text)) {
-    return malformed(
-        where, "'" + sanitize_for_message(text) + "' is not a git object id (40 or 64 hex digits)");
+    return malformed(where, "'" + trust::sanitize_for_message(text) +
+                                "' is not a git object id (40 or 64 hex digits)");
   }
   return text;
 }
@@ -47,7 +46,7 @@ Result<void> only_members(const json& node, std::initializer_list<std::string_vi
   if (!node.is_object()) return malformed(where, "must be an object");
   for (const auto& [key, value] : node.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return malformed(where, "unknown member '" + sanitize_for_message(key) + "'");
+      return malformed(where, "unknown member '" + trust::sanitize_for_message(key) + "'");
     }
   }
   return ok();
@@ -86,7 +85,7 @@ Result<LockEntry> parse_legacy_entry(const json& node, const std::string& where)
   if (!variants->is_object()) return malformed(where, "'variants' must be an object");
   LockEntry entry{*repo, std::nullopt, std::move(*id), {}};
   for (const auto& [variant, value] : variants->items()) {
-    const std::string at = where + " variant '" + sanitize_for_message(variant) + "'";
+    const std::string at = where + " variant '" + trust::sanitize_for_message(variant) + "'";
     if (auto safe = validate_repo_path(variant); !safe || variant.find('/') != std::string::npos) {
       return malformed(at, "not a variant folder name");
     }
@@ -142,7 +141,7 @@ Result<Lockfile> parse_lockfile(std::string_view text) {
     return fail(ErrorCode::too_large, "kernels.lock is " + std::to_string(text.size()) +
                                           " bytes, more than the 4 MiB limit");
   }
-  auto doc = parse_bounded_json(text, kLockfileJson, ErrorCode::malformed_lockfile);
+  auto doc = util::parse_bounded_json(text, kLockfileJson, ErrorCode::malformed_lockfile);
   if (!doc) return malformed("kernels.lock", doc.error().message);
   if (!doc->is_array()) return malformed("kernels.lock", "the top level must be an array");
 
@@ -169,7 +168,7 @@ Result<Lockfile> parse_lockfile(std::string_view text) {
 }
 
 Result<Lockfile> read_lockfile(const std::string& path) {
-  auto text = read_small_file(path, kMaxLockfileBytes);
+  auto text = util::read_small_file(path, kMaxLockfileBytes);
   if (!text) return fail(text.error().code, "cannot read the lockfile: " + text.error().message);
   auto lock = parse_lockfile(*text);
   if (!lock) return fail(lock.error().code, path + ": " + lock.error().message);

@@ -1,10 +1,10 @@
-#include "trust/metadata.hpp"
+#include "kernelhub/trust/metadata.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include "trust/digest.hpp"
-#include "trust/json_bounds.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/json_bounds.hpp"
 
 namespace kernelhub::trust {
 namespace {
@@ -61,7 +61,7 @@ Result<void> parse_digest(const json& digest, KernelMetadata& out) {
     auto safe = validate_repo_path(path);
     KH_TRY(safe);
     if (!value.is_string()) {
-      return malformed("digest of '" + sanitize_for_message(path) + "' must be a string");
+      return malformed("digest of '" + trust::sanitize_for_message(path) + "' must be a string");
     }
     out.file_digests.emplace(path, value.get<std::string>());
   }
@@ -76,7 +76,7 @@ Result<KernelMetadata> parse_kernel_metadata(std::string_view text) {
                                           " bytes, more than the 1 MiB limit");
   }
   // Depth and value-count bounds too: digest.files is a list of unbounded length.
-  auto parsed = parse_bounded_json(text, kMetadataJson);
+  auto parsed = util::parse_bounded_json(text, util::kMetadataJson);
   if (!parsed) {
     if (parsed.error().code == ErrorCode::too_large)
       return fail(ErrorCode::too_large, "metadata.json is " + parsed.error().message);
@@ -130,16 +130,17 @@ Result<std::map<std::string, std::string>> digest_sha256_hex(const KernelMetadat
   std::map<std::string, std::string> out;
   if (!metadata.has_digest()) return out;  // builds before 2026-06 carry no digest
   if (*metadata.digest_algorithm != "sha256") {
-    return fail(ErrorCode::hash_mismatch, "metadata.json digest algorithm '" +
-                                              sanitize_for_message(*metadata.digest_algorithm) +
-                                              "' is not supported (only sha256)");
+    return fail(ErrorCode::hash_mismatch,
+                "metadata.json digest algorithm '" +
+                    trust::sanitize_for_message(*metadata.digest_algorithm) +
+                    "' is not supported (only sha256)");
   }
   for (const auto& [path, b64] : metadata.file_digests) {
     auto hex = base64_to_hex(b64);
     if (!hex || hex->size() != 64) {
-      return fail(
-          ErrorCode::malformed_response,
-          "metadata.json digest of '" + sanitize_for_message(path) + "' is not a base64 sha256");
+      return fail(ErrorCode::malformed_response, "metadata.json digest of '" +
+                                                     trust::sanitize_for_message(path) +
+                                                     "' is not a base64 sha256");
     }
     out.emplace(path, std::move(*hex));
   }
@@ -154,19 +155,19 @@ Result<void> verify_variant_digests(const KernelMetadata& metadata,
   for (const auto& [path, expected_hex] : *expected) {
     const auto it = actual.find(path);
     if (it == actual.end()) {
-      return fail(ErrorCode::entry_not_found,
-                  "'" + sanitize_for_message(path) + "' is listed in metadata.json but missing");
+      return fail(ErrorCode::entry_not_found, "'" + trust::sanitize_for_message(path) +
+                                                  "' is listed in metadata.json but missing");
     }
     if (expected_hex != it->second) {
-      return fail(ErrorCode::hash_mismatch, "'" + sanitize_for_message(path) + "' has sha256 " +
-                                                it->second + ", metadata.json says " +
-                                                expected_hex);
+      return fail(ErrorCode::hash_mismatch, "'" + trust::sanitize_for_message(path) +
+                                                "' has sha256 " + it->second +
+                                                ", metadata.json says " + expected_hex);
     }
   }
   for (const auto& [path, digest] : actual) {
     if (excluded_from_digest(path) || expected->contains(path)) continue;
     return fail(ErrorCode::hash_mismatch,
-                "'" + sanitize_for_message(path) + "' is not listed in metadata.json");
+                "'" + trust::sanitize_for_message(path) + "' is not listed in metadata.json");
   }
   return ok();
 }

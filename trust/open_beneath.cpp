@@ -1,4 +1,4 @@
-#include "trust/open_beneath.hpp"
+#include "kernelhub/trust/open_beneath.hpp"
 
 #include <linux/openat2.h>
 #include <sys/syscall.h>
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "trust/safe_path.hpp"
-#include "trust/system_error.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/system_error.hpp"
 
 namespace kernelhub {
 namespace {
@@ -57,7 +57,7 @@ Result<UniqueFd> open_beneath(int dir_fd, std::string_view relpath, int flags) {
     // ENOTDIR: O_NOFOLLOW|O_DIRECTORY met a symlink in the fallback walk.
     const bool refused = err == ELOOP || err == EXDEV;
     return fail(refused ? ErrorCode::unsafe_path : ErrorCode::io,
-                "cannot open " + trust::sanitize_for_message(path) + ": " + trust::errno_text(err));
+                "cannot open " + trust::sanitize_for_message(path) + ": " + util::errno_text(err));
   }
   return UniqueFd(fd);
 }

@@ -1,4 +1,4 @@
-#include "trust/policy.hpp"
+#include "kernelhub/trust/policy.hpp"
 
 #include <grp.h>
 #include <pwd.h>
@@ -10,13 +10,13 @@
 #include <sstream>
 #include <vector>
 
-#include "trust/policy_toml.hpp"
-#include "trust/read_file.hpp"
-#include "trust/toml_bounds.hpp"
+#include "kernelhub/util/read_file.hpp"
+#include "kernelhub/util/toml_bounds.hpp"
+#include "policy_toml.hpp"
 
 namespace kernelhub::trust {
 
-TrustEnvironment TrustEnvironment::from(const Environment& env) {
+TrustEnvironment TrustEnvironment::from(const util::Environment& env) {
   return TrustEnvironment{env.is_true(kTrustRemoteKernelsVar), env.is_true(kDisableRemoteCodeVar)};
 }
 
@@ -219,7 +219,8 @@ bool peer_may_import(const AdminPolicy& policy, uid_t uid, gid_t gid,
 
 Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view source_name) {
   const std::string source(source_name);
-  if (auto bounded = check_toml_shape(toml_text, kPolicyToml, ErrorCode::policy); !bounded)
+  if (auto bounded = util::check_toml_shape(toml_text, util::kPolicyToml, ErrorCode::policy);
+      !bounded)
     return fail(ErrorCode::policy, source + ": " + bounded.error().message);
   // The Debian build of toml++ reports parse errors by exception; keep them inside.
   toml::table root;
@@ -287,7 +288,7 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
 }
 
 Result<AdminPolicy> load_policy_file(const std::filesystem::path& path) {
-  auto text = read_small_file(path, kPolicyToml.max_bytes);
+  auto text = util::read_small_file(path, util::kPolicyToml.max_bytes);
   if (!text) return fail(ErrorCode::policy, "cannot read the policy file: " + text.error().message);
   return parse_policy(*text, path.string());
 }

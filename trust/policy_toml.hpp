@@ -5,8 +5,8 @@
 
 #include <toml++/toml.h>
 
-#include "trust/result.hpp"
-#include "trust/signature_settings.hpp"
+#include "kernelhub/trust/signature_settings.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::trust {
 

@@ -1,17 +1,17 @@
-#include "trust/project_manifest.hpp"
+#include "kernelhub/trust/project_manifest.hpp"
 
 #include <sstream>
 
 #include <toml++/toml.h>
 
-#include "trust/read_file.hpp"
-#include "trust/toml_bounds.hpp"
+#include "kernelhub/util/read_file.hpp"
+#include "kernelhub/util/toml_bounds.hpp"
 
 namespace kernelhub::trust {
 namespace {
 
 // pyproject.toml files carry whole build configurations; 1 MiB is far above any real one.
-constexpr TomlBounds kProjectToml{1u << 20, 16384};
+constexpr util::TomlBounds kProjectToml{1u << 20, 16384};
 constexpr std::size_t kMaxDependencies = 1024;
 
 Unexpected invalid(const std::string& source, const std::string& why) {
@@ -21,7 +21,7 @@ Unexpected invalid(const std::string& source, const std::string& why) {
 Result<std::optional<std::string>> read_manifest_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::optional<std::string>{};
-  auto text = read_small_file(path, kProjectToml.max_bytes);
+  auto text = util::read_small_file(path, kProjectToml.max_bytes);
   if (!text) return fail(text.error());
   return std::optional<std::string>(std::move(*text));
 }
@@ -29,7 +29,7 @@ Result<std::optional<std::string>> read_manifest_file(const std::filesystem::pat
 // nullopt when the text has no (or an empty) dependency table.
 Result<std::optional<std::vector<KernelDependency>>> parse_table(std::string_view toml_text,
                                                                  const std::string& source) {
-  if (auto bounded = check_toml_shape(toml_text, kProjectToml, ErrorCode::invalid_argument);
+  if (auto bounded = util::check_toml_shape(toml_text, kProjectToml, ErrorCode::invalid_argument);
       !bounded) {
     return invalid(source, bounded.error().message);
   }

@@ -1,9 +1,9 @@
-#include "trust/repo_id.hpp"
+#include "kernelhub/trust/repo_id.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 namespace kernelhub::trust {
 namespace {
@@ -29,12 +29,12 @@ bool valid_part(std::string_view part) {
 Result<RepoId> RepoId::parse(std::string_view text) {
   const auto slash = text.find('/');
   if (slash == std::string_view::npos || text.find('/', slash + 1) != std::string_view::npos) {
-    return fail(ErrorCode::invalid_argument,
-                "repository id '" + sanitize_for_message(text) + "' must have the form ORG/NAME");
+    return fail(ErrorCode::invalid_argument, "repository id '" + trust::sanitize_for_message(text) +
+                                                 "' must have the form ORG/NAME");
   }
   RepoId id{std::string(text.substr(0, slash)), std::string(text.substr(slash + 1))};
   if (!valid_part(id.org) || !valid_part(id.name)) {
-    return fail(ErrorCode::invalid_argument, "repository id '" + sanitize_for_message(text) +
+    return fail(ErrorCode::invalid_argument, "repository id '" + trust::sanitize_for_message(text) +
                                                  "' is not valid: use letters, digits, '_', '-' "
                                                  "and '.', at most 96 each, starting and ending "
                                                  "with a letter, digit or '_', no '--' or '..'");

@@ -1,13 +1,13 @@
-#include "trust/revision.hpp"
+#include "kernelhub/trust/revision.hpp"
 
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 namespace kernelhub::trust {
 namespace {
 
 Unexpected bad(std::string_view revision, std::string_view why) {
   return fail(ErrorCode::invalid_argument,
-              "revision '" + sanitize_for_message(revision) +
+              "revision '" + trust::sanitize_for_message(revision) +
                   "' is not a branch, tag or commit name: " + std::string(why));
 }
 

@@ -1,20 +1,20 @@
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 #include <cctype>
 
-#include "trust/printable.hpp"
+#include "kernelhub/util/printable.hpp"
 
 namespace kernelhub::trust {
 
 std::string sanitize_for_message(std::string_view text, std::size_t max_len) {
-  return printable(text, max_len, Backslash::escaped);
+  return util::printable(text, max_len, util::Backslash::escaped);
 }
 
 namespace {
 
 Unexpected unsafe(std::string_view path, std::string_view why) {
-  return fail(ErrorCode::unsafe_path,
-              "refusing unsafe path '" + sanitize_for_message(path) + "': " + std::string(why));
+  return fail(ErrorCode::unsafe_path, "refusing unsafe path '" + trust::sanitize_for_message(path) +
+                                          "': " + std::string(why));
 }
 
 // %2e / %2f / %5c in any case: a server or proxy may decode them into '.', '/' or '\'.

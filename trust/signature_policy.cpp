@@ -11,7 +11,7 @@
 // A publisher entry replaces the built-in one of that org (kernels-community has one).
 #include <algorithm>
 
-#include "trust/policy_toml.hpp"
+#include "policy_toml.hpp"
 
 namespace kernelhub::trust {
 namespace {

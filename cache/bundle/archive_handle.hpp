@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "trust/result.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::cache::bundle {
 

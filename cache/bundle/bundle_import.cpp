@@ -1,16 +1,16 @@
-#include "cache/bundle/bundle_import.hpp"
+#include "kernelhub/cache/bundle/bundle_import.hpp"
 
 #include <map>
 #include <optional>
 
-#include "cache/bundle/archive_handle.hpp"
-#include "cache/bundle/import_checks.hpp"
-#include "cache/bundle/import_entry.hpp"
-#include "cache/bundle/import_transaction.hpp"
-#include "cache/fs_util.hpp"
-#include "trust/kernel_dependency.hpp"
-#include "trust/metadata.hpp"
-#include "trust/safe_path.hpp"
+#include "archive_handle.hpp"
+#include "import_checks.hpp"
+#include "import_entry.hpp"
+#include "import_transaction.hpp"
+#include "kernelhub/trust/kernel_dependency.hpp"
+#include "kernelhub/trust/metadata.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/fs_util.hpp"
 
 namespace kernelhub::cache::bundle {
 namespace {
@@ -224,7 +224,7 @@ Result<void> Importer::verify() {
 }
 
 Result<std::vector<ImportedRepo>> Importer::publish() {
-  DirtyDirs dirty;
+  util::DirtyDirs dirty;
   for (auto& [name, blob] : blobs_) {
     if (blob.writer) {
       KH_TRY(

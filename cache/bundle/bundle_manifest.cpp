@@ -1,12 +1,12 @@
-#include "cache/bundle/bundle_manifest.hpp"
+#include "kernelhub/cache/bundle/bundle_manifest.hpp"
 
 #include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "trust/digest.hpp"
-#include "trust/json_bounds.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/json_bounds.hpp"
 
 namespace kernelhub::cache::bundle {
 namespace {
@@ -172,8 +172,8 @@ std::string to_json_text(const BundleManifest& manifest) {
 }
 
 Result<BundleManifest> parse_manifest(std::string_view text, const BundleLimits& limits) {
-  const trust::JsonBounds bounds{limits.max_manifest_bytes, 8, limits.max_files * 8 + 1024};
-  auto doc = trust::parse_bounded_json(text, bounds);
+  const util::JsonBounds bounds{limits.max_manifest_bytes, 8, limits.max_files * 8 + 1024};
+  auto doc = util::parse_bounded_json(text, bounds);
   if (!doc) {
     if (doc.error().code == ErrorCode::too_large) {
       return fail(ErrorCode::too_large, "bundle manifest is " + doc.error().message);

@@ -1,4 +1,4 @@
-#include "cache/bundle/bundle_writer.hpp"
+#include "kernelhub/cache/bundle/bundle_writer.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,9 +8,9 @@
 #include <set>
 #include <vector>
 
-#include "cache/bundle/archive_handle.hpp"
-#include "cache/fs_util.hpp"
-#include "trust/digest.hpp"
+#include "archive_handle.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/fs_util.hpp"
 
 namespace kernelhub::cache::bundle {
 namespace {
@@ -98,10 +98,10 @@ Result<BundleStats> write_bundle(const std::filesystem::path& out,
     manifest.repos.push_back(source.repo);
   }
   const std::filesystem::path target = std::filesystem::absolute(out);
-  PartialFile partial{target.parent_path() /
-                      ("." + target.filename().string() + "." + random_suffix() + ".partial")};
+  PartialFile partial{target.parent_path() / ("." + target.filename().string() + "." +
+                                              util::random_suffix() + ".partial")};
   const UniqueFd fd(::open(partial.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd) return errno_error(errno, "cannot create", partial.path);
+  if (!fd) return util::errno_error(errno, "cannot create", partial.path);
 
   const ArchiveWriter a(archive_write_new());
   if (!a) throw std::bad_alloc();
@@ -130,14 +130,14 @@ Result<BundleStats> write_bundle(const std::filesystem::path& out,
     }
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK) return archive_failure(a.get(), "close");
-  if (::fsync(fd.get()) != 0) return errno_error(errno, "cannot fsync", partial.path);
+  if (::fsync(fd.get()) != 0) return util::errno_error(errno, "cannot fsync", partial.path);
   struct stat st {};
   if (::fstat(fd.get(), &st) == 0) stats.archive_bytes = static_cast<std::uint64_t>(st.st_size);
   if (::rename(partial.path.c_str(), target.c_str()) != 0) {
-    return errno_error(errno, "cannot rename onto", target);
+    return util::errno_error(errno, "cannot rename onto", target);
   }
   partial.keep = true;
-  KH_TRY(fsync_dir(target.parent_path()));
+  KH_TRY(util::fsync_dir(target.parent_path()));
   return stats;
 }
 

@@ -1,4 +1,4 @@
-#include "cache/bundle/import_checks.hpp"
+#include "import_checks.hpp"
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <system_error>
 
-#include "cache/fs_util.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/fs_util.hpp"
 
 namespace kernelhub::cache::bundle {
 namespace {
@@ -84,7 +84,7 @@ Result<void> check_free_space(const KernelCache& cache,
   struct statvfs vfs {};
   while (::statvfs(at.c_str(), &vfs) != 0) {
     if (errno != ENOENT || at == at.parent_path()) {
-      return errno_error(errno, "bundle: cannot tell the free space of", at);
+      return util::errno_error(errno, "bundle: cannot tell the free space of", at);
     }
     at = at.parent_path();
   }

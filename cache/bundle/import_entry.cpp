@@ -1,10 +1,10 @@
-#include "cache/bundle/import_entry.hpp"
+#include "import_entry.hpp"
 
 #include <algorithm>
 
-#include "cache/blob_hash.hpp"
-#include "cache/bundle/archive_handle.hpp"
-#include "trust/metadata.hpp"
+#include "archive_handle.hpp"
+#include "kernelhub/cache/blob_hash.hpp"
+#include "kernelhub/trust/metadata.hpp"
 
 namespace kernelhub::cache::bundle {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "cache/blob_writer.hpp"
-#include "cache/bundle/bundle_manifest.hpp"
-#include "cache/kernel_cache.hpp"
-#include "trust/result.hpp"
+#include "kernelhub/cache/blob_writer.hpp"
+#include "kernelhub/cache/bundle/bundle_manifest.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::cache::bundle {
 

@@ -1,11 +1,11 @@
-#include "cache/bundle/import_transaction.hpp"
+#include "import_transaction.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 
-#include "trust/read_file.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::cache::bundle {
 namespace {
@@ -33,7 +33,7 @@ void ImportTransaction::note_missing_folders(const fs::path& path, const fs::pat
 }
 
 Result<void> ImportTransaction::commit_blob(BlobWriter& writer, const fs::path& blobs_dir,
-                                            DirtyDirs& dirty) {
+                                            util::DirtyDirs& dirty) {
   const fs::path final_path = blobs_dir / writer.expected().etag;
   const bool existed = exists_no_follow(final_path);
   auto committed = writer.commit(&dirty);
@@ -54,7 +54,7 @@ Result<void> ImportTransaction::write_receipt(const trust::RepoId& repo, std::st
 
 Result<void> ImportTransaction::link_snapshot(const trust::RepoId& repo, std::string_view commit,
                                               const std::vector<SnapshotFile>& files,
-                                              DirtyDirs& dirty) {
+                                              util::DirtyDirs& dirty) {
   const fs::path snapshots = cache_.repo_dir(repo) / "snapshots";
   const fs::path snapshot = cache_.snapshot_dir(repo, commit);
   // Noted before any link is made, so that a link_snapshot failing half-way is undone too.
@@ -76,7 +76,7 @@ Result<void> ImportTransaction::write_ref(const trust::RepoId& repo, const std::
                    [&](const RefBefore& r) { return r.path == path; })) {
     RefBefore before{path, exists_no_follow(path), std::nullopt};
     if (before.existed) {
-      if (auto text = trust::read_small_file(path, kMaxRefBytes)) before.content = std::move(*text);
+      if (auto text = util::read_small_file(path, kMaxRefBytes)) before.content = std::move(*text);
     }
     refs_.push_back(std::move(before));
   }
@@ -91,7 +91,7 @@ void ImportTransaction::roll_back() {
     if (!ref.existed) {
       ::unlink(ref.path.c_str());
     } else if (ref.content) {
-      (void)write_file_atomic(ref.path, *ref.content);
+      (void)util::write_file_atomic(ref.path, *ref.content);
     }  // else: there was something it could not read; it never was replaced either
   }
   for (const auto& file : files_) ::unlink(file.c_str());

@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cache/blob_writer.hpp"
-#include "cache/fs_util.hpp"
-#include "cache/kernel_cache.hpp"
-#include "trust/result.hpp"
+#include "kernelhub/cache/blob_writer.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::cache::bundle {
 
@@ -27,11 +27,11 @@ class ImportTransaction {
 
   // `writer` finished; its directory joins `dirty` (synced by the caller before any link).
   Result<void> commit_blob(BlobWriter& writer, const std::filesystem::path& blobs_dir,
-                           DirtyDirs& dirty);
+                           util::DirtyDirs& dirty);
   Result<void> write_receipt(const trust::RepoId& repo, std::string_view commit,
                              std::string_view variant, std::string_view receipt);
   Result<void> link_snapshot(const trust::RepoId& repo, std::string_view commit,
-                             const std::vector<SnapshotFile>& files, DirtyDirs& dirty);
+                             const std::vector<SnapshotFile>& files, util::DirtyDirs& dirty);
   Result<void> write_ref(const trust::RepoId& repo, const std::string& ref,
                          std::string_view commit);
   // Everything is published: nothing is taken back.

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <optional>
 
-#include "hub/server/server_context.hpp"
-#include "trust/json_bounds.hpp"
+#include "kernelhub/hub/server/server_context.hpp"
+#include "kernelhub/util/environment.hpp"
+#include "kernelhub/util/json_bounds.hpp"
+#include "kernelhub/util/strings.hpp"
 
 namespace kernelhub::hub::server {
 namespace {
@@ -48,10 +50,10 @@ void repo_info(const ServerContext& ctx, const httplib::Request& req, httplib::R
   auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
   if (!target) return;
   auto sha = ctx.store.resolve(target->repo, revision);
-  if (!sha) return send_hub_error(res, sha.error());
+  if (!sha) return http::send_hub_error(res, sha.error());
   auto commit = ctx.store.read_commit(target->repo, *sha);
-  if (!commit) return send_hub_error(res, commit.error());
-  const std::string when = iso_time(commit->timestamp);
+  if (!commit) return http::send_hub_error(res, commit.error());
+  const std::string when = http::iso_time(commit->timestamp);
   nlohmann::json info = {{"_id", target->repo.str()},
                          {"id", target->repo.str()},
                          {"author", target->repo.org},
@@ -65,7 +67,7 @@ void repo_info(const ServerContext& ctx, const httplib::Request& req, httplib::R
                          {"lastModified", when},
                          {"createdAt", when}};
   if (target->type == "models") {  // kernel repos never expose siblings (hub-protocol.md §1.a)
-    const bool blobs = req.has_param("blobs") && parse_bool(req.get_param_value("blobs"));
+    const bool blobs = req.has_param("blobs") && util::is_truthy(req.get_param_value("blobs"));
     nlohmann::json siblings = nlohmann::json::array();
     for (const auto& [path, f] : commit->files) {
       nlohmann::json s = {{"rfilename", path}};
@@ -80,23 +82,24 @@ void repo_info(const ServerContext& ctx, const httplib::Request& req, httplib::R
     }
     info["siblings"] = std::move(siblings);
   }
-  send_json(res, info);
+  http::send_json(res, info);
 }
 
 void tree(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
   if (!target) return;
   auto where = split_revision(ctx.store, target->repo, req.matches[4], false);
-  if (!where) return send_hub_error(res, where.error());
+  if (!where) return http::send_hub_error(res, where.error());
   auto commit = ctx.store.read_commit(target->repo, where->commit);
-  if (!commit) return send_hub_error(res, commit.error());
-  const bool recursive = req.has_param("recursive") && parse_bool(req.get_param_value("recursive"));
-  const bool expand = req.has_param("expand") && parse_bool(req.get_param_value("expand"));
+  if (!commit) return http::send_hub_error(res, commit.error());
+  const bool recursive =
+      req.has_param("recursive") && util::is_truthy(req.get_param_value("recursive"));
+  const bool expand = req.has_param("expand") && util::is_truthy(req.get_param_value("expand"));
   auto entries = list_tree(*commit, where->path, recursive);
-  if (!entries) return send_hub_error(res, entries.error());
+  if (!entries) return http::send_hub_error(res, entries.error());
 
   const auto cursor = index_param(req, "cursor");
-  if (!cursor) return send_error(res, 400, "BadRequest", "invalid cursor");
+  if (!cursor) return http::send_error(res, 400, "BadRequest", "invalid cursor");
   const std::size_t page = std::max<std::size_t>(1, ctx.options.tree_page_size);
   const std::size_t begin = std::min(*cursor, entries->size());
   const std::size_t end = std::min(begin + page, entries->size());
@@ -106,12 +109,12 @@ void tree(const ServerContext& ctx, const httplib::Request& req, httplib::Respon
     // Next pages are addressed by commit sha, so a branch moving mid-listing cannot mix trees.
     std::string next = ctx.base_url(req) + "/api/" + target->type + "/" + target->repo.str() +
                        "/tree/" + where->commit;
-    if (!where->path.empty()) next += "/" + url_encode(where->path, false);
+    if (!where->path.empty()) next += "/" + util::url_encode(where->path, false);
     next += std::string("?recursive=") + (recursive ? "true" : "false") +
             "&expand=" + (expand ? "true" : "false") + "&cursor=" + std::to_string(end);
     res.set_header("Link", "<" + next + ">; rel=\"next\"");
   }
-  send_json(res, out);
+  http::send_json(res, out);
 }
 
 // GET .../commits/{revision}: the history of a revision, newest first, as the Hub lists it
@@ -120,10 +123,10 @@ void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Res
   auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
   if (!target) return;
   auto head = ctx.store.resolve(target->repo, std::string(req.matches[4]));
-  if (!head) return send_hub_error(res, head.error());
+  if (!head) return http::send_hub_error(res, head.error());
   const auto page_number = index_param(req, "p");
   if (!page_number || *page_number > 1'000'000) {
-    return send_error(res, 400, "BadRequest", "invalid page");
+    return http::send_error(res, 400, "BadRequest", "invalid page");
   }
   const std::size_t page = std::max<std::size_t>(1, ctx.options.tree_page_size);
   const std::size_t begin = *page_number * page;
@@ -136,7 +139,7 @@ void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Res
       break;
     }
     auto commit = ctx.store.read_commit(target->repo, *next);
-    if (!commit) return send_hub_error(res, commit.error());
+    if (!commit) return http::send_hub_error(res, commit.error());
     if (index >= begin) {
       const auto newline = commit->message.find('\n');
       out.push_back(
@@ -144,7 +147,7 @@ void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Res
            {"title", commit->message.substr(0, newline)},
            {"message", newline == std::string::npos ? "" : commit->message.substr(newline + 1)},
            {"authors", nlohmann::json::array({{{"user", "kernelhub"}}})},
-           {"date", iso_time(commit->timestamp)}});
+           {"date", http::iso_time(commit->timestamp)}});
     }
     next = commit->parent;
   }
@@ -153,7 +156,7 @@ void commits(const ServerContext& ctx, const httplib::Request& req, httplib::Res
                                target->repo.str() + "/commits/" + *head +
                                "?p=" + std::to_string(*page_number + 1) + ">; rel=\"next\"");
   }
-  send_json(res, out);
+  http::send_json(res, out);
 }
 
 void paths_info(const ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -161,27 +164,29 @@ void paths_info(const ServerContext& ctx, const httplib::Request& req, httplib::
   if (!target) return;
   std::vector<std::string> paths;
   if (req.get_header_value("Content-Type").find("application/json") != std::string::npos) {
-    auto body = trust::parse_bounded_json(req.body, trust::kRequestBodyJson);
+    auto body = util::parse_bounded_json(req.body, util::kRequestBodyJson);
     if (!body)
-      return send_error(res, 400, "BadRequest", "bad paths-info body: " + body.error().message);
+      return http::send_error(res, 400, "BadRequest",
+                              "bad paths-info body: " + body.error().message);
     try {
       for (const auto& p : body->at("paths")) paths.push_back(p.get<std::string>());
     } catch (const nlohmann::json::exception& e) {
-      return send_error(res, 400, "BadRequest", std::string("bad paths-info body: ") + e.what());
+      return http::send_error(res, 400, "BadRequest",
+                              std::string("bad paths-info body: ") + e.what());
     }
   } else {  // form body: httplib already parsed it into params (paths=a&paths=b)
     for (auto [it, last] = req.params.equal_range("paths"); it != last; ++it)
       paths.push_back(it->second);
   }
   auto sha = ctx.store.resolve(target->repo, std::string(req.matches[4]));
-  if (!sha) return send_hub_error(res, sha.error());
+  if (!sha) return http::send_hub_error(res, sha.error());
   auto commit = ctx.store.read_commit(target->repo, *sha);
-  if (!commit) return send_hub_error(res, commit.error());
+  if (!commit) return http::send_hub_error(res, commit.error());
   nlohmann::json out = nlohmann::json::array();
   for (const auto& path : paths) {  // unknown paths are silently omitted, as on the Hub
     if (auto entry = find_entry(*commit, path)) out.push_back(entry_json(*entry));
   }
-  send_json(res, out);
+  http::send_json(res, out);
 }
 
 }  // namespace
@@ -194,12 +199,14 @@ void register_api_routes(httplib::Server& server, ServerContext& ctx) {
     const std::string org = req.matches[1];
     if (!trust::RepoId::parse(org + "/x") ||
         !std::filesystem::is_directory(ctx.store.root() / org)) {
-      return send_error(res, 404, "RepoNotFound", "organization '" + org + "' does not exist");
+      return http::send_error(res, 404, "RepoNotFound",
+                              "organization '" + org + "' does not exist");
     }
-    send_json(res, {{"name", org},
-                    {"fullname", org},
-                    {"type", "org"},
-                    {"trustedKernelPublisher", ctx.options.trusted_publishers.count(org) > 0}});
+    http::send_json(res,
+                    {{"name", org},
+                     {"fullname", org},
+                     {"type", "org"},
+                     {"trustedKernelPublisher", ctx.options.trusted_publishers.count(org) > 0}});
   });
   server.Get(base, [&ctx](const httplib::Request& req, httplib::Response& res) {
     repo_info(ctx, req, res, "main");
@@ -211,14 +218,14 @@ void register_api_routes(httplib::Server& server, ServerContext& ctx) {
     auto target = repo_target(res, req.matches[1], req.matches[2], req.matches[3]);
     if (!target) return;
     auto refs = ctx.store.list_refs(target->repo);
-    if (!refs) return send_hub_error(res, refs.error());
+    if (!refs) return http::send_hub_error(res, refs.error());
     nlohmann::json out = {{"branches", refs_json(refs->branches, "refs/heads/")},
                           {"converts", nlohmann::json::array()},
                           {"tags", refs_json(refs->tags, "refs/tags/")}};
-    if (req.has_param("include_prs") && parse_bool(req.get_param_value("include_prs"))) {
+    if (req.has_param("include_prs") && util::is_truthy(req.get_param_value("include_prs"))) {
       out["pullRequests"] = nlohmann::json::array();  // a local store has no pull requests
     }
-    send_json(res, out);
+    http::send_json(res, out);
   });
   server.Get(base + "/commits/(.+)", [&ctx](const httplib::Request& req, httplib::Response& res) {
     commits(ctx, req, res);

@@ -1,4 +1,4 @@
-#include "hub/server/fault_plan_json.hpp"
+#include "kernelhub/hub/server/fault_plan_json.hpp"
 
 namespace kernelhub::hub::server {
 

@@ -8,8 +8,9 @@
 
 #include <thread>
 
-#include "hub/server/server_context.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/hub/server/server_context.hpp"
+#include "kernelhub/util/strings.hpp"
+#include "kernelhub/util/unique_fd.hpp"
 
 namespace kernelhub::hub::server {
 namespace {
@@ -78,15 +79,15 @@ bool provide(const ServerContext& ctx, BodyState& s, std::size_t offset, std::si
 
 void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
                 const ServedFile& file) {
-  const httplib::Ranges ranges = take_ranges(req);
+  const httplib::Ranges ranges = http::take_ranges(req);
   const bool is_get = req.method == "GET";
   auto state = std::make_shared<BodyState>();
   state->fd = UniqueFd(::open(file.object.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (!state->fd || ::fstat(state->fd.get(), &st) != 0 ||
       static_cast<std::uint64_t>(st.st_size) != file.size) {
-    return send_error(res, 500, "InternalError",
-                      "object for " + file.repo_path + " is missing or damaged");
+    return http::send_error(res, 500, "InternalError",
+                            "object for " + file.repo_path + " is missing or damaged");
   }
   state->file_size = file.size;
   state->faults = ctx.download_faults(file.repo_path, is_get);
@@ -115,8 +116,9 @@ void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     }
     if (first >= file.size || (a < 0 && b == 0) || state->faults.refuse_ranges) {
       res.set_header("Content-Range", "bytes */" + std::to_string(file.size));
-      return send_error(res, 416, "RangeNotSatisfiable",
-                        "range not satisfiable for a " + std::to_string(file.size) + "-byte file");
+      return http::send_error(
+          res, 416, "RangeNotSatisfiable",
+          "range not satisfiable for a " + std::to_string(file.size) + "-byte file");
     }
     length = last - first + 1;
     res.status = 206;
@@ -157,15 +159,15 @@ void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response&
   auto target = repo_target(res, type, org, name);
   if (!target) return;
   auto where = split_revision(ctx.store, target->repo, rest, true);
-  if (!where) return send_hub_error(res, where.error());
+  if (!where) return http::send_hub_error(res, where.error());
   auto commit = ctx.store.read_commit(target->repo, where->commit);
-  if (!commit) return send_hub_error(res, commit.error());
+  if (!commit) return http::send_hub_error(res, commit.error());
   const auto it = commit->files.find(where->path);
   if (it == commit->files.end()) {
     res.set_header("X-Repo-Commit", where->commit);  // clients record .no_exist/<commit>/<path>
-    return send_error(res, 404, "EntryNotFound",
-                      where->path + " does not exist at revision " + where->revision + " of " +
-                          target->repo.str());
+    return http::send_error(res, 404, "EntryNotFound",
+                            where->path + " does not exist at revision " + where->revision +
+                                " of " + target->repo.str());
   }
   const StoredFile& f = it->second;
   if (auto to = ctx.download_faults(where->path, false).redirect_to; !to.empty()) {
@@ -176,8 +178,9 @@ void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response&
   if (f.lfs) {
     res.status = 302;
     res.set_header("Location", ctx.base_url(req) + "/lfs-objects/" + f.sha256 +
-                                   "?repo=" + url_encode(target->repo.str(), true) + "&path=" +
-                                   url_encode(where->path, true) + "&commit=" + where->commit);
+                                   "?repo=" + util::url_encode(target->repo.str(), true) +
+                                   "&path=" + util::url_encode(where->path, true) +
+                                   "&commit=" + where->commit);
     res.set_header("X-Repo-Commit", where->commit);
     res.set_header("X-Linked-Etag", "\"" + f.sha256 + "\"");
     res.set_header("X-Linked-Size", std::to_string(f.size));
@@ -192,12 +195,14 @@ void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response&
 void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const std::string sha256 = req.matches[1];
   auto repo = trust::RepoId::parse(req.get_param_value("repo"));
-  if (!repo) return send_error(res, 404, "RepoNotFound", "LFS object URL without a valid repo");
+  if (!repo)
+    return http::send_error(res, 404, "RepoNotFound", "LFS object URL without a valid repo");
   const auto object = ctx.store.object_path(*repo, sha256);
   std::error_code ec;
   const auto size = std::filesystem::file_size(object, ec);
   if (ec)
-    return send_error(res, 404, "EntryNotFound", "no LFS object " + sha256 + " in " + repo->str());
+    return http::send_error(res, 404, "EntryNotFound",
+                            "no LFS object " + sha256 + " in " + repo->str());
   // Clients that follow same-host redirects (huggingface_hub >= 2) read the Hub metadata from
   // this response, so it repeats X-Repo-Commit once the commit really holds this object there.
   std::string commit = req.get_param_value("commit");
@@ -206,8 +211,8 @@ void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     auto c = ctx.store.read_commit(*repo, commit);
     const auto it = c ? c->files.find(path) : decltype(c->files.end()){};
     if (!c || it == c->files.end() || it->second.sha256 != sha256) {
-      return send_error(res, 404, "EntryNotFound",
-                        "commit " + commit + " has no LFS object " + sha256 + " at " + path);
+      return http::send_error(res, 404, "EntryNotFound",
+                              "commit " + commit + " has no LFS object " + sha256 + " at " + path);
     }
   }
   serve_file(ctx, req, res, {object, size, sha256, path, commit});

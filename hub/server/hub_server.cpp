@@ -1,15 +1,15 @@
 // HubServer lifecycle, request recording, the global 429/503 fault, the error fallback
 // and the /_kernelhub test endpoints. Repo routes live in api_routes.cpp/file_routes.cpp.
-#include "hub/server/hub_server.hpp"
+#include "kernelhub/hub/server/hub_server.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <thread>
 
-#include "hub/server/fault_plan_json.hpp"
-#include "hub/server/guarded_server.hpp"
-#include "hub/server/server_context.hpp"
-#include "trust/json_bounds.hpp"
+#include "kernelhub/http/guarded_server.hpp"
+#include "kernelhub/hub/server/fault_plan_json.hpp"
+#include "kernelhub/hub/server/server_context.hpp"
+#include "kernelhub/util/json_bounds.hpp"
 
 namespace kernelhub::hub::server {
 namespace {
@@ -23,10 +23,10 @@ bool is_test_path(const std::string& path) { return path.rfind(kTestPrefix, 0) =
 // httplib's own SSLServer, which the gate cannot front.
 std::unique_ptr<httplib::Server> make_server(const ServerOptions& options) {
   if (options.tls_cert.empty() && options.tls_key.empty()) {
-    HttpListenerLimits limits;
-    limits.head.max_body_bytes = trust::kRequestBodyJson.max_bytes;  // paths-info, fault plans
+    http::HttpListenerLimits limits;
+    limits.head.max_body_bytes = util::kRequestBodyJson.max_bytes;  // paths-info, fault plans
     limits.workers = kWorkerThreads;
-    return std::make_unique<GuardedServer>(limits);
+    return std::make_unique<http::GuardedServer>(limits);
   }
   return std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
 }
@@ -37,33 +37,34 @@ void send_failure(httplib::Response& res, const FaultPlan& plan) {
     res.set_header("Retry-After", t);
     res.set_header("RateLimit", "\"api\";r=0;t=" + t);
     res.set_header("RateLimit-Policy", "\"fixed window\";\"api\";q=500;w=300");
-    return send_error(res, 429, "RateLimited", "rate limited (injected fault)");
+    return http::send_error(res, 429, "RateLimited", "rate limited (injected fault)");
   }
   if (plan.retry_after_seconds > 0)
     res.set_header("Retry-After", std::to_string(plan.retry_after_seconds));
-  send_error(res, plan.fail_status, "InjectedFault",
-             "injected failure " + std::to_string(plan.fail_status));
+  http::send_error(res, plan.fail_status, "InjectedFault",
+                   "injected failure " + std::to_string(plan.fail_status));
 }
 
 void register_test_routes(httplib::Server& server, ServerContext& ctx) {
   server.Get("/_kernelhub/requests", [&ctx](const httplib::Request&, httplib::Response& res) {
     std::lock_guard lock(ctx.mutex);
-    send_json(res, to_json(ctx.records));
+    http::send_json(res, to_json(ctx.records));
   });
   server.Post("/_kernelhub/requests/reset",
               [&ctx](const httplib::Request&, httplib::Response& res) {
                 std::lock_guard lock(ctx.mutex);
                 ctx.records.clear();
-                send_json(res, nlohmann::json::object());
+                http::send_json(res, nlohmann::json::object());
               });
   server.Post("/_kernelhub/faults", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    auto body = trust::parse_bounded_json(req.body, trust::kRequestBodyJson);
-    if (!body) return send_error(res, 400, "BadRequest", "bad fault plan: " + body.error().message);
+    auto body = util::parse_bounded_json(req.body, util::kRequestBodyJson);
+    if (!body)
+      return http::send_error(res, 400, "BadRequest", "bad fault plan: " + body.error().message);
     auto plan = fault_plan_from_json(*body);
-    if (!plan) return send_error(res, 400, "BadRequest", plan.error().message);
+    if (!plan) return http::send_error(res, 400, "BadRequest", plan.error().message);
     std::lock_guard lock(ctx.mutex);
     ctx.faults = *plan;
-    send_json(res, to_json(ctx.faults));
+    http::send_json(res, to_json(ctx.faults));
   });
 }
 
@@ -74,11 +75,11 @@ struct HubServer::Impl {
       : ctx(std::move(options)),
         owned(make_server(ctx.options)),
         server(*owned),
-        guarded(dynamic_cast<GuardedServer*>(owned.get())) {}
+        guarded(dynamic_cast<http::GuardedServer*>(owned.get())) {}
   ServerContext ctx;
   std::unique_ptr<httplib::Server> owned;  // an SSLServer when a certificate is given
   httplib::Server& server;
-  GuardedServer* guarded;  // `owned`, unless it is the SSLServer
+  http::GuardedServer* guarded;  // `owned`, unless it is the SSLServer
   std::thread thread;
   std::atomic<bool> in_listen{false};
   std::atomic<bool> listen_done{false};
@@ -95,7 +96,7 @@ struct HubServer::Impl {
       server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
       server.set_keep_alive_max_count(10000);
       // Request bodies (paths-info, fault plans) are small JSON or forms: refuse more (413).
-      server.set_payload_max_length(trust::kRequestBodyJson.max_bytes);
+      server.set_payload_max_length(util::kRequestBodyJson.max_bytes);
       server.set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive peers
     }
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -105,11 +106,11 @@ struct HubServer::Impl {
         return answer_repo_faults(ctx, req, res) ? httplib::Server::HandlerResponse::Handled
                                                  : httplib::Server::HandlerResponse::Unhandled;
       }
-      take_ranges(req);
+      http::take_ranges(req);
       send_failure(res, *failure);
       return httplib::Server::HandlerResponse::Handled;
     });
-    register_error_handler(server);
+    http::register_error_handler(server);
     // Runs before the status line is written, so a test that got its response sees the record.
     server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (is_test_path(req.path)) return;

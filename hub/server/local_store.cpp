@@ -1,5 +1,5 @@
 // Store I/O: layout documented in docs/local-store.md.
-#include "hub/server/local_store.hpp"
+#include "kernelhub/hub/server/local_store.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,13 +11,26 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "hub/server/atomic_file.hpp"
-#include "trust/digest.hpp"
-#include "trust/json_bounds.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/json_bounds.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::hub::server {
 namespace fs = std::filesystem;
 namespace {
+
+// Temps live in <repo>/tmp, one folder to sweep; a ref listing skips any that strayed.
+constexpr std::string_view kTempPrefix = ".tmp-";
+
+// Whole small files (commits, refs): written under tmp/, fsynced, renamed into place.
+Result<void> write_store_file(const fs::path& tmp_dir, const fs::path& dest,
+                              std::string_view content, unsigned mode = 0644) {
+  auto tmp = util::TempFile::create(tmp_dir, kTempPrefix);
+  KH_TRY(tmp);
+  KH_TRY(tmp->write_all(content.data(), content.size()));
+  return tmp->commit(dest, mode);
+}
 
 std::string sha1_hex(std::string_view text) {
   trust::Sha1 sha1;
@@ -43,8 +56,8 @@ Result<std::vector<RefEntry>> scan_refs(const fs::path& dir) {
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     const std::string name = fs::relative(it->path(), dir, ec).generic_string();
-    if (name.starts_with(".tmp-") || !validate_ref_name(name)) continue;
-    auto text = read_small_file(it->path(), 256);
+    if (name.starts_with(kTempPrefix) || !validate_ref_name(name)) continue;
+    auto text = util::read_small_file(it->path(), 256);
     if (!text) return fail(text.error());
     std::string sha = text->substr(0, text->find_first_of("\r\n"));
     if (!is_hex(sha, 40))
@@ -58,7 +71,7 @@ Result<std::vector<RefEntry>> scan_refs(const fs::path& dir) {
 }
 
 Result<Commit> parse_commit(std::string_view text, std::string_view id) {
-  auto parsed = trust::parse_bounded_json(text, trust::kStoreJson, ErrorCode::io);
+  auto parsed = util::parse_bounded_json(text, util::kStoreJson, ErrorCode::io);
   if (!parsed) {
     return fail(ErrorCode::io,
                 "commit " + std::string(id) + " is corrupt: " + parsed.error().message);
@@ -108,7 +121,7 @@ Result<std::optional<std::string>> LocalStore::read_ref(const trust::RepoId& rep
   const fs::path file = repo_dir(repo) / ref_dir(kind) / std::string(name);
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return std::optional<std::string>{};
-  auto text = read_small_file(file, 256);
+  auto text = util::read_small_file(file, 256);
   if (!text) return fail(text.error());
   std::string sha = text->substr(0, text->find_first_of("\r\n"));
   if (!is_hex(sha, 40)) return fail(ErrorCode::io, "ref file " + file.string() + " is corrupt");
@@ -150,8 +163,8 @@ Result<std::string> LocalStore::resolve(const trust::RepoId& repo,
 Result<Commit> LocalStore::read_commit(const trust::RepoId& repo, std::string_view id) const {
   if (!is_hex(id, 40))
     return fail(ErrorCode::revision_not_found, "not a commit id: " + std::string(id));
-  auto text =
-      read_small_file(repo_dir(repo) / "commits" / (std::string(id) + ".json"), kMaxCommitBytes);
+  auto text = util::read_small_file(repo_dir(repo) / "commits" / (std::string(id) + ".json"),
+                                    kMaxCommitBytes);
   if (!text) return fail(ErrorCode::revision_not_found, text.error().message);
   if (sha1_hex(*text) != id)
     return fail(ErrorCode::io, "commit " + std::string(id) + " does not match its id");
@@ -166,7 +179,7 @@ fs::path LocalStore::object_path(const trust::RepoId& repo, std::string_view sha
 Result<void> LocalStore::create_repo(const trust::RepoId& repo) const {
   const fs::path dir = repo_dir(repo);
   for (const char* sub : {"objects", "refs/heads", "refs/tags", "tmp", "commits"})
-    KH_TRY(make_dirs(dir / sub));
+    KH_TRY(util::make_dirs(dir / sub));
   return ok();
 }
 
@@ -179,7 +192,7 @@ Result<StoredFile> LocalStore::add_object(const trust::RepoId& repo, const fs::p
   }
   if (!S_ISREG(st.st_mode))
     return fail(ErrorCode::unsafe_path, source.string() + " is not a regular file");
-  auto tmp = TempFile::create(repo_dir(repo) / "tmp");
+  auto tmp = util::TempFile::create(repo_dir(repo) / "tmp", kTempPrefix);
   if (!tmp) return fail(tmp.error());
   trust::Sha256 sha256;
   trust::GitBlobSha1 git_oid(static_cast<std::uint64_t>(st.st_size));
@@ -203,7 +216,7 @@ Result<StoredFile> LocalStore::add_object(const trust::RepoId& repo, const fs::p
   const fs::path dest = object_path(repo, file.sha256);
   std::error_code ec;
   if (!fs::exists(dest, ec)) {  // same content already stored: the temp is dropped
-    KH_TRY(make_dirs(dest.parent_path()));
+    KH_TRY(util::make_dirs(dest.parent_path()));
     KH_TRY(tmp->commit(dest, 0444));
   }
   return file;
@@ -220,8 +233,8 @@ Result<std::string> LocalStore::write_commit(const trust::RepoId& repo, Commit c
   auto text = canonical_commit_json(commit);
   if (!text) return fail(text.error());
   const std::string id = sha1_hex(*text);
-  KH_TRY(write_file_atomic(repo_dir(repo) / "tmp", repo_dir(repo) / "commits" / (id + ".json"),
-                           *text, 0444));
+  KH_TRY(write_store_file(repo_dir(repo) / "tmp", repo_dir(repo) / "commits" / (id + ".json"),
+                          *text, 0444));
   return id;
 }
 
@@ -231,20 +244,15 @@ Result<void> LocalStore::set_ref(const trust::RepoId& repo, RefKind kind, std::s
   if (!is_hex(commit, 40))
     return fail(ErrorCode::invalid_argument, "not a commit id: " + std::string(commit));
   const fs::path file = repo_dir(repo) / ref_dir(kind) / std::string(name);
-  KH_TRY(make_dirs(file.parent_path()));
-  return write_file_atomic(repo_dir(repo) / "tmp", file, std::string(commit) + "\n");
+  KH_TRY(util::make_dirs(file.parent_path()));
+  return write_store_file(repo_dir(repo) / "tmp", file, std::string(commit) + "\n");
 }
 
 Result<RepoLock> RepoLock::acquire(const LocalStore& store, const trust::RepoId& repo) {
-  KH_TRY(make_dirs(store.repo_dir(repo)));
-  const fs::path path = store.repo_dir(repo) / ".lock";
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd) return fail(ErrorCode::io, "cannot open " + path.string() + ": " + std::strerror(errno));
-  while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR)
-      return fail(ErrorCode::io, "cannot lock " + path.string() + ": " + std::strerror(errno));
-  }
-  return RepoLock(std::move(fd));
+  KH_TRY(util::make_dirs(store.repo_dir(repo)));
+  auto lock = util::FileLock::acquire(store.repo_dir(repo) / ".lock");
+  KH_TRY(lock);
+  return RepoLock(std::move(*lock));
 }
 
 }  // namespace kernelhub::hub::server

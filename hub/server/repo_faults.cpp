@@ -1,7 +1,7 @@
 // FaultPlan's real-Hub behaviours on repo routes (API and resolve): a renamed or transferred
 // repo answers 307 with a relative Location, an anonymous request for a missing or private repo
 // answers a bare 401, and legacy repos exist only under the model type.
-#include "hub/server/server_context.hpp"
+#include "kernelhub/hub/server/server_context.hpp"
 
 namespace kernelhub::hub::server {
 namespace {
@@ -65,7 +65,7 @@ bool answer_repo_faults(ServerContext& ctx, const httplib::Request& req, httplib
     const auto query = req.target.find('?');
     std::string location = route->prefix + it->second + route->suffix;
     if (query != std::string::npos) location += req.target.substr(query);
-    take_ranges(req);
+    http::take_ranges(req);
     res.status = 307;
     res.set_header("Location", location);
     res.set_content("Temporary Redirect. Redirecting to " + location, "text/plain");
@@ -76,15 +76,15 @@ bool answer_repo_faults(ServerContext& ctx, const httplib::Request& req, httplib
   const bool missing = model_only || !ctx.store.has_repo(route->repo);
   const bool anonymous = req.get_header_value("Authorization").empty();
   if (plan.anonymous_401 && anonymous && (missing || plan.private_repos.count(repo) > 0)) {
-    take_ranges(req);
+    http::take_ranges(req);
     res.status = 401;
     res.set_header("X-Error-Message", "Invalid username or password.");  // and no X-Error-Code
     res.set_content(R"({"error":"Invalid username or password."})", "application/json");
     return true;
   }
   if (model_only) {
-    take_ranges(req);
-    send_error(res, 404, "RepoNotFound", "repository " + repo + " is not a kernel repo");
+    http::take_ranges(req);
+    http::send_error(res, 404, "RepoNotFound", "repository " + repo + " is not a kernel repo");
     return true;
   }
   return false;

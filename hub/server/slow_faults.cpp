@@ -3,7 +3,7 @@
 // replies (their finished body is swapped for a content provider here).
 #include <thread>
 
-#include "hub/server/server_context.hpp"
+#include "kernelhub/hub/server/server_context.hpp"
 
 namespace kernelhub::hub::server {
 namespace {

@@ -1,9 +1,9 @@
-#include "hub/server/store_publisher.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
 
 #include <algorithm>
 #include <chrono>
 
-#include "hub/server/local_store.hpp"
+#include "kernelhub/hub/server/local_store.hpp"
 
 namespace kernelhub::hub::server {
 namespace fs = std::filesystem;

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "hub/server/local_store.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/hub/server/local_store.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::hub::server {
 namespace {

@@ -5,8 +5,8 @@
 #include <ATen/ops/rand.h>
 #include <ATen/ops/randn.h>
 
-#include "client/attention/include/kernelhub/attention.hpp"
-#include "tests/attention/hub_environment.hpp"
+#include "attention/hub_environment.hpp"
+#include "kernelhub/attention.hpp"
 
 // Last: c10 defines its own CHECK macro, which must not replace Catch's.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-#include "tests/attention/hub_environment.hpp"
+#include "attention/hub_environment.hpp"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <ATen/ops/sub.h>
 
-#include "client/attention/kernel_provider.hpp"
+#include "kernelhub/attention/kernel_provider.hpp"
 
 namespace kernelhub::testing {
 

@@ -12,7 +12,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "tests/support/process.hpp"
+#include "support/process.hpp"
 
 namespace kernelhub::testing {
 

@@ -4,9 +4,9 @@
 // one refuses it precisely.
 #include <ATen/ops/randn.h>
 
-#include "client/attention/include/kernelhub/attention.hpp"
-#include "tests/attention/hub_environment.hpp"
-#include "tests/attention/native_reference.hpp"
+#include "attention/hub_environment.hpp"
+#include "attention/native_reference.hpp"
+#include "kernelhub/attention.hpp"
 
 // After the torch headers: c10 defines a glog-style CHECK that Catch2's must replace.
 #include <catch2/catch.hpp>

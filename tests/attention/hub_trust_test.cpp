@@ -9,9 +9,9 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/randn.h>
 
-#include "client/attention/include/kernelhub/attention.hpp"
-#include "client/attention/kernel_provider.hpp"
-#include "tests/attention/hub_environment.hpp"
+#include "attention/hub_environment.hpp"
+#include "kernelhub/attention.hpp"
+#include "kernelhub/attention/kernel_provider.hpp"
 
 // Last: c10 defines its own CHECK macro, which must not replace Catch's.
 #include <catch2/catch.hpp>

@@ -6,10 +6,10 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 
-#include "client/attention/include/kernelhub/attention.hpp"
-#include "client/attention/kernel_provider.hpp"
-#include "client/attention/sage_kernel.hpp"
-#include "tests/attention/hub_environment.hpp"
+#include "attention/hub_environment.hpp"
+#include "kernelhub/attention.hpp"
+#include "kernelhub/attention/kernel_provider.hpp"
+#include "kernelhub/attention/sage_kernel.hpp"
 
 // Last: c10 defines its own CHECK macro, which must not replace Catch's.
 #include <catch2/catch.hpp>

@@ -5,9 +5,9 @@
 #include <ATen/Context.h>
 #include <ATen/ops/where.h>
 
+#include "attention/native_reference.hpp"
+#include "attention/semantics_errors.hpp"
 #include "kernelhub/attention_dispatch.hpp"
-#include "tests/attention/native_reference.hpp"
-#include "tests/attention/semantics_errors.hpp"
 
 // After the torch headers: c10/util/Logging.h defines a CHECK macro of its own.
 #include <catch2/catch.hpp>

@@ -10,9 +10,9 @@
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
 
+#include "attention/native_reference.hpp"
 #include "kernelhub/attention_dispatch.hpp"
 #include "kernelhub/flex_attention.hpp"
-#include "tests/attention/native_reference.hpp"
 
 // After the torch headers: c10 defines a glog-style CHECK that Catch2's must replace.
 #include <catch2/catch.hpp>

@@ -5,8 +5,8 @@
 
 #include <ATen/ops/logaddexp.h>
 
+#include "attention/native_reference.hpp"
 #include "kernelhub/attention_dispatch.hpp"
-#include "tests/attention/native_reference.hpp"
 
 // After the torch headers: c10 defines a glog-style CHECK that Catch2's must replace.
 #include <catch2/catch.hpp>

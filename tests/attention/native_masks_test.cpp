@@ -1,5 +1,5 @@
-// Mask conversions and varlen packing (client/attention/masks.hpp), checked element by
-// element against loops over the mask, and packed attention against masked SDPA.
+// Mask conversions and varlen packing (attention/include/kernelhub/attention/masks.hpp), checked
+// element by element against loops over the mask, and packed attention against masked SDPA.
 #include <cmath>
 #include <vector>
 
@@ -7,10 +7,10 @@
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <ATen/ops/zeros.h>
 
-#include "client/attention/masks.hpp"
+#include "attention/native_reference.hpp"
+#include "attention/semantics_errors.hpp"
+#include "kernelhub/attention/masks.hpp"
 #include "kernelhub/attention_dispatch.hpp"
-#include "tests/attention/native_reference.hpp"
-#include "tests/attention/semantics_errors.hpp"
 
 // After the torch headers: c10/util/Logging.h defines a CHECK macro of its own.
 #include <catch2/catch.hpp>

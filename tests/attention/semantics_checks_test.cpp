@@ -4,12 +4,12 @@
 
 #include <ATen/Context.h>
 
-#include "client/attention/checks.hpp"
-#include "client/attention/requirements.hpp"
+#include "attention/native_reference.hpp"
+#include "attention/semantics_errors.hpp"
+#include "attention/semantics_support.hpp"
+#include "kernelhub/attention/checks.hpp"
+#include "kernelhub/attention/requirements.hpp"
 #include "kernelhub/attention_dispatch.hpp"
-#include "tests/attention/native_reference.hpp"
-#include "tests/attention/semantics_errors.hpp"
-#include "tests/attention/semantics_support.hpp"
 
 // After the torch headers: c10/util/Logging.h defines a CHECK macro of its own.
 #include <catch2/catch.hpp>

@@ -6,10 +6,10 @@
 
 #include <c10/util/Exception.h>
 
-#include "client/attention/dispatch.hpp"
-#include "tests/attention/native_reference.hpp"
-#include "tests/attention/semantics_errors.hpp"
-#include "tests/attention/semantics_support.hpp"
+#include "attention/native_reference.hpp"
+#include "attention/semantics_errors.hpp"
+#include "attention/semantics_support.hpp"
+#include "kernelhub/attention/dispatch.hpp"
 
 // After the torch headers: c10/util/Logging.h defines a CHECK macro of its own.
 #include <catch2/catch.hpp>

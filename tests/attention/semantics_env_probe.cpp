@@ -4,8 +4,8 @@
 #include <iostream>
 #include <string>
 
+#include "attention/native_reference.hpp"
 #include "kernelhub/attention.hpp"
-#include "tests/attention/native_reference.hpp"
 
 namespace ka = kernelhub::attention;
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "tests/support/process.hpp"
+#include "support/process.hpp"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;

@@ -3,10 +3,10 @@
 #include <string>
 #include <vector>
 
+#include "attention/native_reference.hpp"
+#include "attention/semantics_errors.hpp"
+#include "attention/semantics_support.hpp"
 #include "kernelhub/attention.hpp"
-#include "tests/attention/native_reference.hpp"
-#include "tests/attention/semantics_errors.hpp"
-#include "tests/attention/semantics_support.hpp"
 
 // After the torch headers: c10/util/Logging.h defines a CHECK macro of its own.
 #include <catch2/catch.hpp>

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "cache/blob_writer.hpp"
-#include "tests/support/process.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/cache/blob_writer.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::cache;

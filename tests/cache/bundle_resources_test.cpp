@@ -17,15 +17,16 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "cache/bundle/bundle_import.hpp"
-#include "tests/support/bundle_builder.hpp"
-#include "tests/support/process.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/cache/bundle/bundle_import.hpp"
+#include "kernelhub/util/unique_fd.hpp"
+#include "support/bundle_builder.hpp"
+#include "support/process.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub;
 using namespace kernelhub::cache;
 using namespace kernelhub::cache::bundle;
+using namespace kernelhub::util;
 using kernelhub::testing::TempDir;
 using nlohmann::json;
 

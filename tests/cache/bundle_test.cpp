@@ -12,11 +12,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cache/bundle/bundle_import.hpp"
-#include "cache/bundle/bundle_writer.hpp"
-#include "tests/support/bundle_builder.hpp"
-#include "tests/support/process.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/cache/bundle/bundle_import.hpp"
+#include "kernelhub/cache/bundle/bundle_writer.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "support/bundle_builder.hpp"
+#include "support/process.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "cache/kernel_cache.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
 
 using namespace kernelhub;
 using kernelhub::cache::resolve_cache_root;
@@ -31,6 +31,6 @@ TEST_CASE("cache root precedence follows kernels and huggingface_hub", "[cache][
   };
   for (const auto& row : rows) {
     INFO("want " << row.want);
-    CHECK(resolve_cache_root(trust::Environment(row.vars)) == std::filesystem::path(row.want));
+    CHECK(resolve_cache_root(util::Environment(row.vars)) == std::filesystem::path(row.want));
   }
 }

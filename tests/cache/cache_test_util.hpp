@@ -5,9 +5,9 @@
 #include <map>
 #include <string>
 
-#include "cache/blob_writer.hpp"
-#include "cache/kernel_cache.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/cache/blob_writer.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::cache::test {
 

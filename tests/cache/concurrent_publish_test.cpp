@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/cache/cache_test_util.hpp"
-#include "tests/support/process.hpp"
+#include "cache/cache_test_util.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::cache;

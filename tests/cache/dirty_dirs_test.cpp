@@ -5,13 +5,14 @@
 
 #include <fstream>
 
-#include "cache/fs_util.hpp"
-#include "cache/kernel_cache.hpp"
-#include "tests/cache/cache_test_util.hpp"
-#include "tests/support/process.hpp"
+#include "cache/cache_test_util.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::cache;
+using namespace kernelhub::util;
 namespace fs = std::filesystem;
 
 TEST_CASE("DirtyDirs::create marks the parent of each folder it makes", "[cache][durable]") {

@@ -5,9 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache/blob_writer.hpp"
-#include "tests/support/process.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/cache/blob_writer.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::cache;

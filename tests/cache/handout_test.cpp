@@ -8,12 +8,12 @@
 
 #include <fstream>
 
-#include "cache/handout.hpp"
-#include "cache/kernel_cache.hpp"
-#include "cache/repo_folder.hpp"
-#include "tests/cache/cache_test_util.hpp"
-#include "tests/support/open_file_limit.hpp"
-#include "tests/support/process.hpp"
+#include "cache/cache_test_util.hpp"
+#include "kernelhub/cache/handout.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/cache/repo_folder.hpp"
+#include "support/open_file_limit.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::cache;

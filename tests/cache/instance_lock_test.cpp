@@ -9,12 +9,13 @@
 
 #include <fstream>
 
-#include "cache/kernel_cache.hpp"
-#include "tests/support/process.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/util/unique_fd.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::cache;
+using namespace kernelhub::util;
 namespace fs = std::filesystem;
 
 TEST_CASE("the instance lock lives under .locks/ and has one holder", "[cache][instance-lock]") {

@@ -10,9 +10,9 @@
 #include <sstream>
 #include <thread>
 
-#include "cache/kernel_cache.hpp"
-#include "tests/cache/cache_test_util.hpp"
-#include "tests/support/process.hpp"
+#include "cache/cache_test_util.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::cache;

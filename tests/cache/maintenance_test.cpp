@@ -5,9 +5,9 @@
 
 #include <fstream>
 
-#include "cache/maintenance.hpp"
-#include "tests/cache/cache_test_util.hpp"
-#include "tests/support/process.hpp"
+#include "cache/cache_test_util.hpp"
+#include "kernelhub/cache/maintenance.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::cache;

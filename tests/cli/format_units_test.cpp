@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "client/cli/format_units.hpp"
+#include "kernelhub/cli/format_units.hpp"
 
 using kernelhub::cli::format_bytes;
 using kernelhub::cli::format_rate;

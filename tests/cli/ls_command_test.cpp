@@ -5,7 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tests/support/process.hpp"
+#include "support/process.hpp"
 
 namespace fs = std::filesystem;
 using kernelhub::testing::run_command;

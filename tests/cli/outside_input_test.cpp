@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/support/process.hpp"
+#include "support/process.hpp"
 
 namespace fs = std::filesystem;
 using kernelhub::testing::CommandResult;

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "client/cli/progress_bar.hpp"
+#include "kernelhub/cli/progress_bar.hpp"
 
 using kernelhub::cli::ProgressBar;
 using kernelhub::hub::FetchProgress;

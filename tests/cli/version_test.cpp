@@ -3,7 +3,7 @@
 // subcommand, a daemon socket or a cache.
 #include <catch2/catch.hpp>
 
-#include "tests/support/process.hpp"
+#include "support/process.hpp"
 
 using kernelhub::testing::run_command;
 

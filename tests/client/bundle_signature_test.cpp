@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/client/movable_hub.hpp"
-#include "tests/client/test_signer.hpp"
+#include "client/movable_hub.hpp"
+#include "client/test_signer.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub::testing;

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tests/client/daemon_fixture.hpp"
+#include "client/daemon_fixture.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub::testing;

@@ -12,9 +12,9 @@
 #include <sstream>
 #include <thread>
 
-#include "client/client.hpp"
-#include "tests/client/daemon_fixture.hpp"
-#include "trust/digest.hpp"
+#include "client/daemon_fixture.hpp"
+#include "kernelhub/client/client.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub;
@@ -22,8 +22,8 @@ using namespace kernelhub::testing;
 
 namespace {
 
-trust::Environment base_env(const FixtureHub& hub, const fs::path& cache, const fs::path& socket) {
-  trust::Environment env;
+util::Environment base_env(const FixtureHub& hub, const fs::path& cache, const fs::path& socket) {
+  util::Environment env;
   env.set("HF_ENDPOINT", hub.endpoint());
   env.set("HF_HUB_CACHE", cache.string());
   env.set("KERNELHUB_SOCKET", socket.string());
@@ -162,7 +162,7 @@ TEST_CASE("a stale socket file with nobody listening means embedded mode", "[cli
     ::close(fd);  // the file stays; connecting to it is refused
   }
   REQUIRE(fs::exists(socket));
-  trust::Environment env;
+  util::Environment env;
   env.set("HF_HUB_CACHE", (dir.path() / "cache").string());
   client::ClientOptions options;
   options.socket = socket;
@@ -174,7 +174,7 @@ TEST_CASE("a stale socket file with nobody listening means embedded mode", "[cli
 TEST_CASE("a required daemon that is not running is a typed network error", "[client][require]") {
   TempDir dir;
   const auto socket = dir.path() / "absent.sock";
-  trust::Environment env;
+  util::Environment env;
   env.set("HF_HUB_CACHE", (dir.path() / "cache").string());
   env.set("KERNELHUB_SOCKET", socket.string());
 
@@ -200,7 +200,7 @@ TEST_CASE("a socket that accepts but does not speak the protocol is an error, no
           "[client][handshake]") {
   TempDir dir;
   const auto socket = dir.path() / "rogue.sock";
-  trust::Environment env;
+  util::Environment env;
   env.set("HF_HUB_CACHE", (dir.path() / "cache").string());
   env.set("KERNELHUB_SOCKET", socket.string());
 

@@ -1,4 +1,4 @@
-#include "tests/client/daemon_fixture.hpp"
+#include "client/daemon_fixture.hpp"
 
 #include <sys/socket.h>
 #include <sys/un.h>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/e2e/e2e_support.hpp"
-#include "tests/support/process.hpp"
+#include "e2e/e2e_support.hpp"
+#include "support/process.hpp"
 
 namespace kernelhub::testing {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/client/daemon_fixture.hpp"
+#include "client/daemon_fixture.hpp"
 
 namespace kernelhub::testing {
 

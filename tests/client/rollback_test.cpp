@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tests/client/movable_hub.hpp"
+#include "client/movable_hub.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub::testing;

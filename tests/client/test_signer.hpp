@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/process.hpp"
+#include "support/process.hpp"
 
 namespace kernelhub::testing {
 

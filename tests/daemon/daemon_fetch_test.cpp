@@ -7,8 +7,8 @@
 #include <future>
 #include <set>
 
-#include "tests/daemon/daemon_harness.hpp"
-#include "trust/digest.hpp"
+#include "daemon/daemon_harness.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

@@ -1,4 +1,4 @@
-#include "tests/daemon/daemon_harness.hpp"
+#include "daemon/daemon_harness.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "hub/server/store_publisher.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
 
 namespace kernelhub::testing {
 namespace fs = std::filesystem;

@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/daemon.hpp"
-#include "proto/messages.hpp"
-#include "proto/transport.hpp"
-#include "tests/hub/fetch_fixture.hpp"
+#include "hub/fetch_fixture.hpp"
+#include "kernelhub/daemon/daemon.hpp"
+#include "kernelhub/proto/messages.hpp"
+#include "kernelhub/proto/transport.hpp"
 
 namespace kernelhub::testing {
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <thread>
 
-#include "tests/daemon/daemon_harness.hpp"
+#include "daemon/daemon_harness.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

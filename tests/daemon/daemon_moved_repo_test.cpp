@@ -4,8 +4,8 @@
 // Each case first proves from the server's request log that its fault happened.
 #include <catch2/catch.hpp>
 
-#include "tests/daemon/daemon_harness.hpp"
-#include "trust/digest.hpp"
+#include "daemon/daemon_harness.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

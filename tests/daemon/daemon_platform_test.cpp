@@ -2,7 +2,7 @@
 // environment: this daemon runs with KERNELHUB_TORCH_VERSION/KERNELHUB_BACKEND of its own.
 #include <catch2/catch.hpp>
 
-#include "tests/daemon/daemon_harness.hpp"
+#include "daemon/daemon_harness.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

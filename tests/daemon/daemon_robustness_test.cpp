@@ -5,8 +5,8 @@
 #include <fstream>
 #include <future>
 
-#include "tests/daemon/daemon_harness.hpp"
-#include "trust/digest.hpp"
+#include "daemon/daemon_harness.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

@@ -3,9 +3,9 @@
 // of each file.
 #include <catch2/catch.hpp>
 
-#include "hub/server/store_publisher.hpp"
-#include "tests/daemon/daemon_harness.hpp"
-#include "trust/digest.hpp"
+#include "daemon/daemon_harness.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

@@ -8,8 +8,8 @@
 
 #include <thread>
 
-#include "daemon/upstream_metadata.hpp"
-#include "tests/daemon/daemon_harness.hpp"
+#include "daemon/daemon_harness.hpp"
+#include "kernelhub/daemon/upstream_metadata.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

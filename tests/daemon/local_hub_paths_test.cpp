@@ -10,8 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "hub/server/store_publisher.hpp"
-#include "tests/daemon/daemon_harness.hpp"
+#include "daemon/daemon_harness.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

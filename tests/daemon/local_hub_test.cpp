@@ -8,10 +8,10 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
-#include "daemon/local_hub.hpp"
-#include "hub/server/hub_server.hpp"
-#include "tests/daemon/daemon_harness.hpp"
-#include "trust/digest.hpp"
+#include "daemon/daemon_harness.hpp"
+#include "kernelhub/daemon/local_hub.hpp"
+#include "kernelhub/hub/server/hub_server.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

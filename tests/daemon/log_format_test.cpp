@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <string>
 
-#include "daemon/log_format.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/daemon/log_format.hpp"
+#include "kernelhub/util/unique_fd.hpp"
 
 using namespace kernelhub::daemon;
 

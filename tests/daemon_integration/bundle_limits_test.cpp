@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/daemon_integration/strace_tools.hpp"
-#include "tests/daemon_integration/workspace.hpp"
-#include "tests/support/bundle_builder.hpp"
+#include "daemon_integration/strace_tools.hpp"
+#include "daemon_integration/workspace.hpp"
+#include "support/bundle_builder.hpp"
 
 using namespace kernelhub::testing;
 using nlohmann::json;

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/daemon_integration/workspace.hpp"
+#include "daemon_integration/workspace.hpp"
 
 using namespace kernelhub::testing;
 using nlohmann::json;

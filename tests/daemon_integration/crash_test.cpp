@@ -10,8 +10,8 @@
 #include <csignal>
 #include <thread>
 
-#include "tests/daemon_integration/strace_tools.hpp"
-#include "tests/daemon_integration/workspace.hpp"
+#include "daemon_integration/strace_tools.hpp"
+#include "daemon_integration/workspace.hpp"
 
 using namespace kernelhub::testing;
 using nlohmann::json;

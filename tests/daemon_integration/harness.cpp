@@ -1,4 +1,4 @@
-#include "tests/daemon_integration/harness.hpp"
+#include "daemon_integration/harness.hpp"
 
 #include <fcntl.h>
 #include <httplib.h>
@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "trust/digest.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::testing {
 namespace fs = std::filesystem;

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "proto/transport.hpp"
-#include "tests/e2e/e2e_support.hpp"
-#include "tests/support/process.hpp"
+#include "e2e/e2e_support.hpp"
+#include "kernelhub/proto/transport.hpp"
+#include "support/process.hpp"
 
 namespace kernelhub::testing {
 

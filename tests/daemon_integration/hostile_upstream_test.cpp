@@ -10,7 +10,7 @@
 #include <thread>
 #include <utility>
 
-#include "tests/daemon_integration/workspace.hpp"
+#include "daemon_integration/workspace.hpp"
 
 using namespace kernelhub::testing;
 using nlohmann::json;

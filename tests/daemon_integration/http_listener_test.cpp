@@ -1,6 +1,6 @@
 // kernelhubd's --http listener under attack, on the real binary. Before the guarded listener
-// (hub/server/guarded_server.hpp), four connections holding unfinished headers grew the
-// daemon by hundreds of MiB, and 40 connections dripping a byte at a time held every
+// (http/include/kernelhub/http/guarded_server.hpp), four connections holding unfinished headers
+// grew the daemon by hundreds of MiB, and 40 connections dripping a byte at a time held every
 // httplib worker, so every other HTTP client timed out. Here: unfinished huge heads get 431
 // and leave the daemon's memory where it was; dripping connections delay nobody and are cut
 // at the header deadline; one address cannot take every slot; and `--http localhost` binds
@@ -15,8 +15,8 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/daemon_integration/workspace.hpp"
-#include "tests/support/raw_http.hpp"
+#include "daemon_integration/workspace.hpp"
+#include "support/raw_http.hpp"
 
 using namespace kernelhub::testing;
 using namespace std::chrono_literals;

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/daemon_integration/workspace.hpp"
+#include "daemon_integration/workspace.hpp"
 
 using namespace kernelhub::testing;
 namespace fs = std::filesystem;

@@ -14,9 +14,9 @@
 #include <fstream>
 #include <thread>
 
-#include "proto/messages.hpp"
-#include "proto/transport.hpp"
-#include "tests/daemon_integration/workspace.hpp"
+#include "daemon_integration/workspace.hpp"
+#include "kernelhub/proto/messages.hpp"
+#include "kernelhub/proto/transport.hpp"
 
 using namespace kernelhub::testing;
 namespace fs = std::filesystem;

@@ -27,9 +27,9 @@
 #include <optional>
 #include <string>
 
-#include "client/client.hpp"
-#include "proto/transport.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/client/client.hpp"
+#include "kernelhub/proto/transport.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -70,7 +70,7 @@ int fetch(const std::string& socket, const std::string& repo, int version,
   kernelhub::client::ClientOptions options;
   options.socket = socket;
   options.require_daemon = true;
-  auto env = kernelhub::trust::Environment::from_process();
+  auto env = kernelhub::util::Environment::from_process();
   auto client = kernelhub::client::Client::open(env, options);
   if (!client) {
     std::cout << json{{"ok", false},
@@ -298,7 +298,7 @@ int idle_client(const std::string& socket, int idle_ms, const std::string& repo,
   options.socket = socket;
   options.require_daemon = true;
   auto client =
-      kernelhub::client::Client::open(kernelhub::trust::Environment::from_process(), options);
+      kernelhub::client::Client::open(kernelhub::util::Environment::from_process(), options);
   if (!client) return 2;
   json out;
   auto first = client->status();

@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "tests/daemon_integration/strace_tools.hpp"
-#include "tests/daemon_integration/workspace.hpp"
+#include "daemon_integration/strace_tools.hpp"
+#include "daemon_integration/workspace.hpp"
 
 using namespace kernelhub::testing;
 namespace fs = std::filesystem;

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
-#include "tests/daemon_integration/workspace.hpp"
+#include "daemon_integration/workspace.hpp"
 
 using namespace kernelhub::testing;
 using nlohmann::json;

@@ -6,7 +6,7 @@
 #include <csignal>
 #include <thread>
 
-#include "tests/daemon_integration/workspace.hpp"
+#include "daemon_integration/workspace.hpp"
 
 using namespace kernelhub::testing;
 namespace fs = std::filesystem;

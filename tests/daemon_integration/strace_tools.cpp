@@ -1,4 +1,4 @@
-#include "tests/daemon_integration/strace_tools.hpp"
+#include "daemon_integration/strace_tools.hpp"
 
 #include <algorithm>
 #include <csignal>

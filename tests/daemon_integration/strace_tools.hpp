@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/daemon_integration/workspace.hpp"
+#include "daemon_integration/workspace.hpp"
 
 namespace kernelhub::testing {
 

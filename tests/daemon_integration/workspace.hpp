@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "tests/daemon_integration/harness.hpp"
+#include "daemon_integration/harness.hpp"
 
 namespace kernelhub::testing {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tests/e2e/e2e_support.hpp"
+#include "e2e/e2e_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub::testing;

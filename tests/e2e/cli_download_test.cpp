@@ -8,8 +8,8 @@
 #include <regex>
 #include <sstream>
 
-#include "tests/e2e/e2e_support.hpp"
-#include "trust/digest.hpp"
+#include "e2e/e2e_support.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub::testing;

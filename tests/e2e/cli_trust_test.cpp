@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/e2e/e2e_support.hpp"
+#include "e2e/e2e_support.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub::testing;

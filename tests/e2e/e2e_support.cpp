@@ -1,4 +1,4 @@
-#include "tests/e2e/e2e_support.hpp"
+#include "e2e/e2e_support.hpp"
 
 #include <httplib.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "trust/digest.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::testing {
 

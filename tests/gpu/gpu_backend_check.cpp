@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tests/gpu/gpu_check.hpp"
+#include "gpu/gpu_check.hpp"
 
 namespace kernelhub::gpu_check {
 namespace {

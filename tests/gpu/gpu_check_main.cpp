@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "tests/gpu/gpu_check.hpp"
+#include "gpu/gpu_check.hpp"
 
 namespace {
 

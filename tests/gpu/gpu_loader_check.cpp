@@ -10,9 +10,9 @@
 #include <exception>
 #include <string>
 
-#include "loader/kernel_loader.hpp"
-#include "loader/kernel_ops.hpp"
-#include "tests/gpu/gpu_check.hpp"
+#include "gpu/gpu_check.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
+#include "kernelhub/loader/kernel_ops.hpp"
 
 namespace kernelhub::gpu_check {
 namespace {

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <utility>
 
-#include "tests/gpu/gpu_check.hpp"
+#include "gpu/gpu_check.hpp"
 
 namespace kernelhub::gpu_check {
 namespace {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/gpu/gpu_check.hpp"
+#include "gpu/gpu_check.hpp"
 
 namespace kernelhub::gpu_check {
 namespace {

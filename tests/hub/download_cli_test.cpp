@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "tests/hub/fetch_fixture.hpp"
+#include "hub/fetch_fixture.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

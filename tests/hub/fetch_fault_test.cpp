@@ -5,10 +5,10 @@
 #include <chrono>
 #include <fstream>
 
-#include "hub/downloader.hpp"
-#include "hub/server/store_publisher.hpp"
-#include "tests/hub/fetch_fixture.hpp"
-#include "trust/digest.hpp"
+#include "hub/fetch_fixture.hpp"
+#include "kernelhub/hub/downloader.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

@@ -1,4 +1,4 @@
-#include "tests/hub/fetch_fixture.hpp"
+#include "hub/fetch_fixture.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -6,8 +6,8 @@
 #include <random>
 #include <sstream>
 
-#include "hub/server/store_publisher.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::testing {
 namespace fs = std::filesystem;
@@ -72,8 +72,8 @@ FetchFixture::~FetchFixture() {
   if (server) server->stop();
 }
 
-trust::Environment FetchFixture::env() const {
-  trust::Environment env;
+util::Environment FetchFixture::env() const {
+  util::Environment env;
   env.set("HF_ENDPOINT", server->endpoint() + "/");
   env.set("KERNELHUB_RETRY_BASE_MS", "1");
   env.set("HF_HUB_ETAG_TIMEOUT", "2");
@@ -81,8 +81,8 @@ trust::Environment FetchFixture::env() const {
   return env;
 }
 
-hub::Platform FetchFixture::cpu_platform() {
-  hub::Platform p;
+variant::Platform FetchFixture::cpu_platform() {
+  variant::Platform p;
   p.torch_major = 2;
   p.torch_minor = 15;
   p.cxx11_abi = true;

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "cache/kernel_cache.hpp"
-#include "hub/fetcher.hpp"
-#include "hub/server/hub_server.hpp"
-#include "tests/support/process.hpp"
+#include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/hub/fetcher.hpp"
+#include "kernelhub/hub/server/hub_server.hpp"
+#include "support/process.hpp"
 
 namespace kernelhub::testing {
 
@@ -37,10 +37,10 @@ struct FetchFixture {
   std::unique_ptr<hub::server::HubServer> server;
 
   // HF_ENDPOINT = the server, 1 ms retry unit, short timeouts.
-  trust::Environment env() const;
+  util::Environment env() const;
   hub::HubConfig config() const { return hub::HubConfig::from(env()); }
   static hub::FetchRequest request();  // version 1 of kKernelRepo, for the CPU platform
-  static hub::Platform cpu_platform();
+  static variant::Platform cpu_platform();
   Result<hub::FetchResult> fetch(const hub::FetchRequest& request, const hub::HubConfig& config,
                                  trust::TrustEnvironment trust_env = {});
   Result<hub::FetchResult> fetch() { return fetch(request(), config()); }

@@ -2,8 +2,8 @@
 // offline mode, trust refusals, version/revision/variant resolution.
 #include <catch2/catch.hpp>
 
-#include "tests/hub/fetch_fixture.hpp"
-#include "trust/digest.hpp"
+#include "hub/fetch_fixture.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

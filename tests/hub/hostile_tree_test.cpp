@@ -5,9 +5,9 @@
 
 #include <atomic>
 
-#include "hub/fetcher.hpp"
-#include "tests/hub/local_http_server.hpp"
-#include "tests/support/process.hpp"
+#include "hub/local_http_server.hpp"
+#include "kernelhub/hub/fetcher.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;
@@ -64,7 +64,7 @@ struct HostileHub {
   }
 
   Result<hub::FetchResult> fetch(const fs::path& cache_root) {
-    trust::Environment env;
+    util::Environment env;
     env.set("HF_ENDPOINT", http.endpoint());
     env.set("KERNELHUB_RETRY_BASE_MS", "1");
     const auto config = hub::HubConfig::from(env);

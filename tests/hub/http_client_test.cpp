@@ -4,8 +4,8 @@
 
 #include <mutex>
 
-#include "hub/http.hpp"
-#include "tests/hub/local_http_server.hpp"
+#include "hub/local_http_server.hpp"
+#include "kernelhub/hub/http.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

@@ -3,11 +3,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "hub/hub_api.hpp"
-#include "hub/server/store_publisher.hpp"
-#include "tests/hub/fetch_fixture.hpp"
-#include "tests/hub/local_http_server.hpp"
-#include "trust/digest.hpp"
+#include "hub/fetch_fixture.hpp"
+#include "hub/local_http_server.hpp"
+#include "kernelhub/hub/hub_api.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;
@@ -30,7 +30,7 @@ struct PagedHub {
   PagedHub(const std::filesystem::path& store, std::size_t page_size)
       : server(paged(store, page_size)) {
     REQUIRE(server.start());
-    trust::Environment env;
+    util::Environment env;
     env.set("HF_ENDPOINT", server.endpoint());
     http = std::make_unique<hub::CurlHttpClient>(hub::HubConfig::from(env));
     api_owner = std::make_unique<hub::HubApi>(hub::HubConfig::from(env), *http);

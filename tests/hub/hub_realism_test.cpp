@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hub/api_url.hpp"
-#include "hub/hub_api.hpp"
-#include "hub/server/store_publisher.hpp"
-#include "tests/hub/fetch_fixture.hpp"
-#include "tests/hub/local_http_server.hpp"
+#include "hub/fetch_fixture.hpp"
+#include "hub/local_http_server.hpp"
+#include "kernelhub/hub/api_url.hpp"
+#include "kernelhub/hub/hub_api.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;
@@ -361,7 +361,7 @@ TEST_CASE("tokens: blank values are no token, token paths expand ~ and $VAR",
   std::filesystem::create_directories(dir.path() / "hf");
   std::ofstream(dir.path() / "hf" / "token") << "hf_home\n";
   std::ofstream(dir.path() / "blank") << " \n\t\n";
-  trust::Environment env;
+  util::Environment env;
   env.set("HOME", dir.path().string());
   env.set("HF_TOKEN", "   ");
   env.set("HF_HOME", "~/hf");

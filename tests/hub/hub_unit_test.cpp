@@ -4,14 +4,16 @@
 
 #include <fstream>
 
-#include "hub/downloader.hpp"
-#include "hub/http.hpp"
-#include "hub/hub_api.hpp"
-#include "hub/kernel_status.hpp"
-#include "tests/support/process.hpp"
+#include "kernelhub/hub/downloader.hpp"
+#include "kernelhub/hub/http.hpp"
+#include "kernelhub/hub/hub_api.hpp"
+#include "kernelhub/hub/kernel_status.hpp"
+#include "kernelhub/util/strings.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::hub;
+using namespace kernelhub::util;
 
 TEST_CASE("normalize_etag strips weak prefix and quotes") {
   CHECK(normalize_etag("\"abc\"") == "abc");
@@ -44,7 +46,7 @@ TEST_CASE("backoff is 1-2-4-8-8 units and the unit comes from KERNELHUB_RETRY_BA
   CHECK(config.backoff(2).count() == 4000);
   CHECK(config.backoff(3).count() == 8000);
   CHECK(config.backoff(4).count() == 8000);
-  trust::Environment env;
+  util::Environment env;
   env.set("KERNELHUB_RETRY_BASE_MS", "3");
   CHECK(HubConfig::from(env).backoff(2).count() == 12);
 }
@@ -101,7 +103,7 @@ TEST_CASE("map_http_error survives hostile error bodies and keeps its message sh
 }
 
 TEST_CASE("HubConfig reads endpoint, token, timeouts and offline mode from the environment") {
-  trust::Environment env;
+  util::Environment env;
   CHECK(HubConfig::from(env).endpoint == "https://huggingface.co");
   env.set("HF_ENDPOINT", "http://127.0.0.1:9/");
   env.set("HF_TOKEN", "hf_abc");
@@ -121,7 +123,7 @@ TEST_CASE("HubConfig reads endpoint, token, timeouts and offline mode from the e
 TEST_CASE("HubConfig falls back to the token file under HF_HOME") {
   testing::TempDir dir;
   std::ofstream(dir.path() / "token") << "hf_from_file\n";
-  trust::Environment env;
+  util::Environment env;
   env.set("HF_HOME", dir.path().string());
   CHECK(HubConfig::from(env).token == "hf_from_file");
   env.set("HUGGING_FACE_HUB_TOKEN", "hf_legacy");
@@ -212,6 +214,6 @@ TEST_CASE("kernel-status.toml with a deeply dotted key is refused before toml++ 
 }
 
 TEST_CASE("url_encode keeps slashes only when asked") {
-  CHECK(url_encode("refs/pr/1", false) == "refs%2Fpr%2F1");
-  CHECK(url_encode("build/a b/c.py", true) == "build/a%20b/c.py");
+  CHECK(util::url_encode("refs/pr/1", false) == "refs%2Fpr%2F1");
+  CHECK(util::url_encode("build/a b/c.py", true) == "build/a%20b/c.py");
 }

@@ -6,9 +6,9 @@
 
 #include <mutex>
 
-#include "hub/api_url.hpp"
-#include "hub/hub_api.hpp"
-#include "tests/hub/local_http_server.hpp"
+#include "hub/local_http_server.hpp"
+#include "kernelhub/hub/api_url.hpp"
+#include "kernelhub/hub/hub_api.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;

@@ -5,14 +5,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hub/python_probe.hpp"
-#include "hub/variant.hpp"
+#include "kernelhub/variant/python_probe.hpp"
+#include "kernelhub/variant/variant.hpp"
 
 namespace fs = std::filesystem;
 using kernelhub::ErrorCode;
-using kernelhub::hub::detect_platform;
-using kernelhub::hub::PlatformOverrides;
-using kernelhub::trust::Environment;
+using kernelhub::util::Environment;
+using kernelhub::variant::detect_platform;
+using kernelhub::variant::PlatformOverrides;
 using Vars = std::map<std::string, std::string, std::less<>>;
 
 namespace {
@@ -178,7 +178,7 @@ Environment process_env_with(const Vars& extra) {
 TEST_CASE("the torch of the python on PATH or KERNELHUB_PYTHON is found at run time",
           "[platform]") {
   const FakeTorchPath torch("__version__ = '2.13.1+cpu'\ncuda = None\n");
-  const auto python = kernelhub::hub::find_python(process_env_with({}));
+  const auto python = kernelhub::variant::find_python(process_env_with({}));
   REQUIRE(python);  // a test that cannot run here fails: python3 is a build requirement
   SECTION("python3 on PATH") {
     const auto p = detect_platform(process_env_with({{"PYTHONPATH", torch.path().string()}}), {});
@@ -215,8 +215,8 @@ TEST_CASE("a python that hangs is killed at the bound with a typed timeout", "[p
   std::ofstream(script) << "#!/bin/sh\nexec sleep 30\n";
   fs::permissions(script, fs::perms::owner_all);
   const auto started = std::chrono::steady_clock::now();
-  const auto r = kernelhub::hub::probe_torch_version_file(script, Environment{},
-                                                          std::chrono::milliseconds(300));
+  const auto r = kernelhub::variant::probe_torch_version_file(script, Environment{},
+                                                              std::chrono::milliseconds(300));
   const auto took = std::chrono::steady_clock::now() - started;
   fs::remove_all(pattern);
   REQUIRE_FALSE(r);
@@ -231,7 +231,7 @@ TEST_CASE("a virtualenv's python is read, not run", "[platform]") {
   // Running it would fail: only reading <venv>/lib/python3*/site-packages can succeed.
   std::ofstream(python) << "#!/bin/sh\nexit 3\n";
   fs::permissions(python, fs::perms::owner_all);
-  const auto run = kernelhub::hub::probe_torch_version_file(python, Environment{});
+  const auto run = kernelhub::variant::probe_torch_version_file(python, Environment{});
   REQUIRE_FALSE(run);  // proves the interpreter itself is of no use
 
   SECTION("without pyvenv.cfg it is not a virtualenv: the interpreter is asked, and fails") {

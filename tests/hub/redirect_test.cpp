@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hub/kernel_status.hpp"
-#include "hub/server/store_publisher.hpp"
-#include "tests/hub/fetch_fixture.hpp"
+#include "hub/fetch_fixture.hpp"
+#include "kernelhub/hub/kernel_status.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub;

@@ -3,7 +3,7 @@
 // and the receipt's stored form.
 #include <catch2/catch.hpp>
 
-#include "hub/signature_gate.hpp"
+#include "kernelhub/hub/signature_gate.hpp"
 
 using namespace kernelhub;
 using hub::SignatureReceipt;

@@ -7,10 +7,10 @@
 
 #include <chrono>
 
-#include "hub/server/fault_plan_json.hpp"
-#include "hub/transfer_watch.hpp"
-#include "tests/hub/fetch_fixture.hpp"
-#include "trust/digest.hpp"
+#include "hub/fetch_fixture.hpp"
+#include "kernelhub/hub/server/fault_plan_json.hpp"
+#include "kernelhub/hub/transfer_watch.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;
@@ -131,7 +131,7 @@ TEST_CASE("the throughput floor's window spans the attempts of a transfer, not t
 }
 
 TEST_CASE("defaults and variables of the slow-retrieval limits") {
-  trust::Environment env;
+  util::Environment env;
   auto config = hub::HubConfig::from(env);
   CHECK(config.min_bytes_per_second == 1024);
   CHECK(config.min_speed_window == milliseconds(30'000));

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <fstream>
 
-#include "hub/server/hub_server.hpp"
-#include "tests/hub/fetch_fixture.hpp"
+#include "hub/fetch_fixture.hpp"
+#include "kernelhub/hub/server/hub_server.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;
@@ -81,7 +81,7 @@ struct TlsHub {
 }  // namespace
 
 TEST_CASE("CA variables: SSL_CERT_FILE, then REQUESTS_CA_BUNDLE, then CURL_CA_BUNDLE") {
-  trust::Environment env;
+  util::Environment env;
   CHECK_FALSE(hub::HubConfig::from(env).ca_file);
   CHECK_FALSE(hub::HubConfig::from(env).ca_dir);
   env.set("CURL_CA_BUNDLE", "/c");

@@ -3,13 +3,13 @@
 
 #include <algorithm>
 
-#include "hub/variant.hpp"
+#include "kernelhub/variant/variant.hpp"
 
 using kernelhub::ErrorCode;
-using kernelhub::hub::Platform;
-using kernelhub::hub::rank_variants;
-using kernelhub::hub::select_variant;
-using kernelhub::hub::VariantCandidate;
+using kernelhub::variant::Platform;
+using kernelhub::variant::rank_variants;
+using kernelhub::variant::select_variant;
+using kernelhub::variant::VariantCandidate;
 
 namespace {
 

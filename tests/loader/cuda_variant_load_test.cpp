@@ -27,11 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "loader/kernel_loader.hpp"
-#include "loader/kernel_ops.hpp"
-#include "loader/load_order.hpp"
-#include "tests/loader/loader_test_support.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
+#include "kernelhub/loader/kernel_ops.hpp"
+#include "kernelhub/loader/load_order.hpp"
+#include "kernelhub/util/unique_fd.hpp"
+#include "loader/loader_test_support.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::loader;

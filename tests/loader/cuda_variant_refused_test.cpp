@@ -6,10 +6,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "loader/kernel_loader.hpp"
-#include "loader/load_order.hpp"
-#include "tests/loader/loader_test_support.hpp"
-#include "trust/unique_fd.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
+#include "kernelhub/loader/load_order.hpp"
+#include "kernelhub/util/unique_fd.hpp"
+#include "loader/loader_test_support.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::loader;

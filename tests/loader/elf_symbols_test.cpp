@@ -11,9 +11,9 @@
 #include <set>
 #include <sstream>
 
-#include "loader/elf_symbols.hpp"
-#include "tests/loader/loader_test_support.hpp"
-#include "tests/support/process.hpp"
+#include "kernelhub/loader/elf_symbols.hpp"
+#include "loader/loader_test_support.hpp"
+#include "support/process.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub;

@@ -13,11 +13,11 @@
 #include <fstream>
 #include <thread>
 
-#include "loader/kernel_ops.hpp"
-#include "loader/python_shim.hpp"
-#include "loader/python_shim_symbols.hpp"
-#include "tests/loader/loader_test_support.hpp"
-#include "tests/support/process.hpp"
+#include "kernelhub/loader/kernel_ops.hpp"
+#include "kernelhub/loader/python_shim.hpp"
+#include "kernelhub/loader/python_shim_symbols.hpp"
+#include "loader/loader_test_support.hpp"
+#include "support/process.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub;
@@ -344,7 +344,7 @@ TEST_CASE("a namespace already registered by someone else is not loaded again") 
 }
 
 TEST_CASE("the Python shim defines every function the scan lets through") {
-  const auto candidates = python_shim_candidates(trust::Environment{});
+  const auto candidates = python_shim_candidates(util::Environment{});
   REQUIRE_FALSE(candidates.empty());
   // The test binary is in <build>/bin, the shim in <build>/lib.
   const auto shim = fs::path(KH_BUILD_DIR) / "lib" / kPythonShimFile;
@@ -360,7 +360,7 @@ TEST_CASE("the Python shim defines every function the scan lets through") {
   for (const auto name : kPythonShimFunctions)
     CHECK_THAT(nm.out, Catch::Contains(std::string(name)));
 
-  trust::Environment env;
+  util::Environment env;
   env.set("KERNELHUB_PYSHIM", "/opt/elsewhere/libkernelhub_pyshim.so");
   CHECK(python_shim_candidates(env) ==
         std::vector<fs::path>{"/opt/elsewhere/libkernelhub_pyshim.so"});

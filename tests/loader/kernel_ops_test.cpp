@@ -11,7 +11,7 @@
 #include <optional>
 #include <tuple>
 
-#include "loader/kernel_ops.hpp"
+#include "kernelhub/loader/kernel_ops.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::loader;

@@ -1,4 +1,4 @@
-#include "tests/loader/loader_test_support.hpp"
+#include "loader/loader_test_support.hpp"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/kernel_loader.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
 
 namespace kernelhub::testing {
 

@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "tests/support/process.hpp"
-#include "trust/open_beneath.hpp"
+#include "kernelhub/trust/open_beneath.hpp"
+#include "support/process.hpp"
 
 namespace fs = std::filesystem;
 using namespace kernelhub;

@@ -7,9 +7,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "attention/hub_environment.hpp"
 #include "kernelhub/context_parallel.hpp"
-#include "tests/attention/hub_environment.hpp"
-#include "tests/parallel/rank_launcher.hpp"
+#include "parallel/rank_launcher.hpp"
 
 // After the torch headers: c10 defines a glog-style CHECK that Catch2's must replace.
 #include <catch2/catch.hpp>

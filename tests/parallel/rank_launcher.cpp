@@ -1,4 +1,4 @@
-#include "tests/parallel/rank_launcher.hpp"
+#include "parallel/rank_launcher.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "tests/support/process.hpp"
+#include "support/process.hpp"
 
 namespace kernelhub::testing {
 namespace {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "proto/frame.hpp"
-#include "proto/messages.hpp"
-#include "tests/proto/proto_test_support.hpp"
+#include "kernelhub/proto/frame.hpp"
+#include "kernelhub/proto/messages.hpp"
+#include "proto/proto_test_support.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::proto;

@@ -2,8 +2,8 @@
 // to the typed value below, and that value must serialise back to exactly the golden JSON.
 #include <catch2/catch.hpp>
 
-#include "proto/messages.hpp"
-#include "tests/proto/proto_test_support.hpp"
+#include "kernelhub/proto/messages.hpp"
+#include "proto/proto_test_support.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::proto;

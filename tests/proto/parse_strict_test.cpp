@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "proto/messages.hpp"
-#include "tests/proto/proto_test_support.hpp"
+#include "kernelhub/proto/messages.hpp"
+#include "proto/proto_test_support.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::proto;

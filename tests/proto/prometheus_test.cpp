@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "proto/prometheus.hpp"
+#include "kernelhub/proto/prometheus.hpp"
 
 using namespace kernelhub::proto;
 

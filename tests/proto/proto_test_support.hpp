@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "proto/frame.hpp"
+#include "kernelhub/proto/frame.hpp"
 
 namespace kernelhub::proto::testing {
 

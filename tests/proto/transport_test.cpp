@@ -13,10 +13,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "proto/transport.hpp"
-#include "tests/proto/proto_test_support.hpp"
-#include "tests/support/open_file_limit.hpp"
-#include "tests/support/process.hpp"
+#include "kernelhub/proto/transport.hpp"
+#include "proto/proto_test_support.hpp"
+#include "support/open_file_limit.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::proto;

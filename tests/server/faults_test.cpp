@@ -2,8 +2,8 @@
 
 #include <chrono>
 
-#include "tests/server/store_fixture.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "server/store_fixture.hpp"
 
 using namespace kernelhub;
 using kernelhub::hub::server::FaultPlan;

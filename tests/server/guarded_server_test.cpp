@@ -1,7 +1,7 @@
-// The guarded listener (hub/server/guarded_server.hpp) on its own, with small limits: every
-// bound of a request head gets its status and a close, the caps per address and in all,
-// the header deadline, slow clients never delaying others, keep-alive and pipelining, and
-// what reaches httplib (malformed Range dropped, Expect answered, REMOTE_ADDR ours).
+// The guarded listener (http/include/kernelhub/http/guarded_server.hpp) on its own, with small
+// limits: every bound of a request head gets its status and a close, the caps per address and in
+// all, the header deadline, slow clients never delaying others, keep-alive and pipelining, and what
+// reaches httplib (malformed Range dropped, Expect answered, REMOTE_ADDR ours).
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -11,15 +11,15 @@
 #include <thread>
 #include <vector>
 
-#include "hub/server/guarded_server.hpp"
-#include "hub/server/http_replies.hpp"
-#include "tests/support/raw_http.hpp"
+#include "kernelhub/http/guarded_server.hpp"
+#include "kernelhub/http/http_replies.hpp"
+#include "support/raw_http.hpp"
 
 using namespace kernelhub;
 using namespace std::chrono_literals;
 using namespace std::string_literals;
-using hub::server::GuardedServer;
-using hub::server::HttpListenerLimits;
+using http::GuardedServer;
+using http::HttpListenerLimits;
 using testing::RawHttp;
 using Clock = std::chrono::steady_clock;
 
@@ -33,7 +33,7 @@ struct Served {
     });
     // What httplib made of the head: the Range it parsed, the peer it saw.
     server.Get("/seen", [](const httplib::Request& req, httplib::Response& res) {
-      const auto ranges = hub::server::take_ranges(req);  // as the file routes do
+      const auto ranges = http::take_ranges(req);  // as the file routes do
       res.set_content("ranges=" + std::to_string(ranges.size()) +
                           " range=" + req.get_header_value("Range") +
                           " remote=" + req.get_header_value("REMOTE_ADDR") +

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "hub/server/local_store.hpp"
-#include "tests/server/store_fixture.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/hub/server/local_store.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "server/store_fixture.hpp"
 
 using namespace kernelhub;
 using kernelhub::testing::ServerFixture;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "tests/server/store_fixture.hpp"
+#include "server/store_fixture.hpp"
 
 using namespace kernelhub;
 namespace fs = std::filesystem;

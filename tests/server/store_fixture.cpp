@@ -1,4 +1,4 @@
-#include "tests/server/store_fixture.hpp"
+#include "server/store_fixture.hpp"
 
 #include <catch2/catch.hpp>
 #include <fstream>

@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "hub/server/hub_server.hpp"
-#include "hub/server/store_publisher.hpp"
-#include "tests/support/process.hpp"
+#include "kernelhub/hub/server/hub_server.hpp"
+#include "kernelhub/hub/server/store_publisher.hpp"
+#include "support/process.hpp"
 
 namespace kernelhub::testing {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "cache/bundle/bundle_manifest.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/cache/bundle/bundle_manifest.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::testing {
 

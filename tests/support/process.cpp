@@ -1,4 +1,4 @@
-#include "tests/support/process.hpp"
+#include "support/process.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

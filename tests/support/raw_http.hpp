@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "trust/unique_fd.hpp"
+#include "kernelhub/util/unique_fd.hpp"
 
 namespace kernelhub::testing {
 

@@ -3,12 +3,13 @@
 
 #include <string>
 
-#include "trust/json_bounds.hpp"
-#include "trust/policy.hpp"
-#include "trust/toml_bounds.hpp"
+#include "kernelhub/trust/policy.hpp"
+#include "kernelhub/util/json_bounds.hpp"
+#include "kernelhub/util/toml_bounds.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::trust;
+using namespace kernelhub::util;
 
 TEST_CASE("parse_bounded_json refuses size, depth and value count over the bounds") {
   const JsonBounds bounds{100, 3, 5};

@@ -5,8 +5,8 @@
 
 #include <fstream>
 
-#include "tests/support/process.hpp"
-#include "trust/digest.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::trust;

@@ -2,10 +2,10 @@
 
 #include <vector>
 
-#include "trust/environment.hpp"
+#include "kernelhub/util/environment.hpp"
 
-using kernelhub::trust::Environment;
-using kernelhub::trust::expand_path;
+using kernelhub::util::Environment;
+using kernelhub::util::expand_path;
 
 TEST_CASE("expand_path expands ~ then $VAR and ${VAR} like Python's expandvars(expanduser())",
           "[trust][environment]") {

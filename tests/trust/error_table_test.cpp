@@ -1,5 +1,5 @@
 // The error table is the one place that says what a code means; these are its rules.
-#include "trust/error_table.hpp"
+#include "kernelhub/util/error_table.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,10 +2,10 @@
 // the `kernels` order, and strict reading that names the bad entry.
 #include <catch2/catch.hpp>
 
-#include "trust/digest.hpp"
-#include "trust/lockfile.hpp"
-#include "trust/metadata.hpp"
-#include "trust/project_manifest.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/lockfile.hpp"
+#include "kernelhub/trust/metadata.hpp"
+#include "kernelhub/trust/project_manifest.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::trust;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "trust/digest.hpp"
-#include "trust/metadata.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/metadata.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::trust;

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "trust/policy.hpp"
+#include "kernelhub/trust/policy.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::trust;

@@ -2,11 +2,12 @@
 
 #include <fstream>
 
-#include "tests/support/process.hpp"
-#include "trust/policy.hpp"
+#include "kernelhub/trust/policy.hpp"
+#include "support/process.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::trust;
+using kernelhub::util::Environment;
 
 namespace {
 

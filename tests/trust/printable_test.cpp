@@ -1,15 +1,15 @@
-// trust::printable: the one escaping of outside bytes for log lines, terminals and error
+// util::printable: the one escaping of outside bytes for log lines, terminals and error
 // messages (the daemon's log sink, the CLI's prints, sanitize_for_message).
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "trust/printable.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/safe_path.hpp"
+#include "kernelhub/util/printable.hpp"
 
-using kernelhub::trust::Backslash;
-using kernelhub::trust::printable;
 using kernelhub::trust::sanitize_for_message;
+using kernelhub::util::Backslash;
+using kernelhub::util::printable;
 
 TEST_CASE("printable escapes what acts on a terminal or a log reader", "[trust][printable]") {
   // A forged journal record (newline + priority), ANSI escapes, NUL, DEL.
@@ -43,7 +43,7 @@ TEST_CASE("printable keeps well-formed UTF-8 and escapes each byte of the rest",
 TEST_CASE("printable keeps backslashes unless asked, and cuts at a boundary",
           "[trust][printable]") {
   CHECK(printable("a\\x0ab") == "a\\x0ab");
-  CHECK(printable("a\\b", kernelhub::trust::kUnbounded, Backslash::escaped) == "a\\x5cb");
+  CHECK(printable("a\\b", kernelhub::util::kUnbounded, Backslash::escaped) == "a\\x5cb");
   CHECK(printable(std::string(50, 'z'), 10) == "zzzzzzzzzz...");
   // A cut never splits a sequence: the 3-byte character is whole or absent.
   const std::string cut = printable("zzzzzzzzz\xe2\x9c\x85zz", 10);

@@ -1,4 +1,4 @@
-// trust::read_small_file / open_regular_file: the one way outside files are opened. A FIFO
+// util::read_small_file / open_regular_file: the one way outside files are opened. A FIFO
 // must be refused without waiting for a writer, a device without reading it, and a file over
 // its cap with its real size.
 #include <fcntl.h>
@@ -10,14 +10,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/support/process.hpp"
-#include "trust/read_file.hpp"
+#include "kernelhub/util/read_file.hpp"
+#include "support/process.hpp"
 
 namespace fs = std::filesystem;
 using kernelhub::ErrorCode;
 using kernelhub::testing::TempDir;
-using kernelhub::trust::open_regular_file;
-using kernelhub::trust::read_small_file;
+using kernelhub::util::open_regular_file;
+using kernelhub::util::read_small_file;
 
 TEST_CASE("read_small_file reads a regular file whole, within its cap", "[trust][read_file]") {
   TempDir dir;

@@ -1,5 +1,5 @@
 // Result's propagation macros: KH_TRY passes an error up, KH_TRY_ASSIGN also names the value.
-#include "trust/result.hpp"
+#include "kernelhub/util/result.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,9 +3,9 @@
 // separator reaches a URL through them.
 #include <catch2/catch.hpp>
 
-#include "trust/repo_id.hpp"
-#include "trust/revision.hpp"
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/repo_id.hpp"
+#include "kernelhub/trust/revision.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::trust;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "trust/safe_path.hpp"
+#include "kernelhub/trust/safe_path.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::trust;

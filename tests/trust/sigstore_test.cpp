@@ -8,11 +8,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "tests/support/process.hpp"
-#include "trust/sigstore/identity_policy.hpp"
-#include "trust/sigstore/pinned_roots.hpp"
-#include "trust/sigstore/sigstore_time.hpp"
-#include "trust/sigstore/verifier.hpp"
+#include "kernelhub/trust/sigstore/identity_policy.hpp"
+#include "kernelhub/trust/sigstore/pinned_roots.hpp"
+#include "kernelhub/trust/sigstore/sigstore_time.hpp"
+#include "kernelhub/trust/sigstore/verifier.hpp"
+#include "support/process.hpp"
 
 namespace sigstore = kernelhub::trust::sigstore;
 using kernelhub::testing::run_command;

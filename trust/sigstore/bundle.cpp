@@ -1,15 +1,15 @@
-#include "trust/sigstore/bundle.hpp"
+#include "kernelhub/trust/sigstore/bundle.hpp"
 
 #include <algorithm>
 
-#include "trust/json_bounds.hpp"
-#include "trust/sigstore/json_access.hpp"
-#include "trust/sigstore/timestamp.hpp"
+#include "json_access.hpp"
+#include "kernelhub/util/json_bounds.hpp"
+#include "timestamp.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {
 
-constexpr JsonBounds kBundleJson{kMaxBundleBytes, 16, 10'000};
+constexpr util::JsonBounds kBundleJson{kMaxBundleBytes, 16, 10'000};
 
 std::optional<BundleVersion> bundle_version(std::string_view media_type) {
   if (media_type == "application/vnd.dev.sigstore.bundle+json;version=0.1") {
@@ -192,7 +192,7 @@ Result<void> parse_message_signature(const nlohmann::json& doc, Bundle& bundle) 
 }
 
 Result<Bundle> parse_bundle_document(std::string_view json) {
-  auto doc = parse_bounded_json(json, kBundleJson, ErrorCode::signature_invalid);
+  auto doc = util::parse_bounded_json(json, kBundleJson, ErrorCode::signature_invalid);
   KH_TRY(doc);
   if (!doc->is_object()) return invalid("not a JSON object");
   auto media_type = string_member(*doc, "mediaType", "");

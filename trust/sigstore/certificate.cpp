@@ -1,4 +1,4 @@
-#include "trust/sigstore/certificate.hpp"
+#include "certificate.hpp"
 
 #include <openssl/err.h>
 

@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
-#include "trust/result.hpp"
-#include "trust/sigstore/openssl_handles.hpp"
-#include "trust/sigstore/public_key.hpp"
-#include "trust/sigstore/sigstore_time.hpp"
-#include "trust/sigstore/trusted_root.hpp"
+#include "kernelhub/trust/sigstore/openssl_handles.hpp"
+#include "kernelhub/trust/sigstore/public_key.hpp"
+#include "kernelhub/trust/sigstore/sigstore_time.hpp"
+#include "kernelhub/trust/sigstore/trusted_root.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::trust::sigstore {
 

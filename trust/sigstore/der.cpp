@@ -1,4 +1,4 @@
-#include "trust/sigstore/der.hpp"
+#include "der.hpp"
 
 #include <cstdint>
 #include <vector>

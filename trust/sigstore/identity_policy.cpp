@@ -1,10 +1,10 @@
-#include "trust/sigstore/identity_policy.hpp"
+#include "kernelhub/trust/sigstore/identity_policy.hpp"
 
 #include <algorithm>
 
 #include <openssl/x509v3.h>
 
-#include "trust/sigstore/openssl_handles.hpp"
+#include "kernelhub/trust/sigstore/openssl_handles.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {

@@ -1,9 +1,9 @@
-#include "trust/sigstore/json_access.hpp"
+#include "json_access.hpp"
 
 #include <charconv>
 #include <limits>
 
-#include "trust/digest.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {

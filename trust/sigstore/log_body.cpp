@@ -4,15 +4,16 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
-#include "trust/digest.hpp"
-#include "trust/json_bounds.hpp"
-#include "trust/sigstore/json_access.hpp"
-#include "trust/sigstore/transparency_log.hpp"
+#include "json_access.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/json_bounds.hpp"
+#include "kernelhub/util/strings.hpp"
+#include "transparency_log.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {
 
-constexpr JsonBounds kLogBodyJson{64u << 10, 16, 1'000};
+constexpr util::JsonBounds kLogBodyJson{64u << 10, 16, 1'000};
 
 Unexpected body_error(std::string message) {
   return fail(ErrorCode::signature_invalid, "log body: " + std::move(message));
@@ -71,7 +72,7 @@ Result<void> check_v001(const nlohmann::json& spec, std::string_view artifact_sh
   auto value = string_member(**hash, "value", "spec.data.hash");
   KH_TRY(value);
   const auto* digest = reinterpret_cast<const unsigned char*>(artifact_sha256.data());
-  if (*algorithm != "sha256" || *value != to_hex({digest, artifact_sha256.size()})) {
+  if (*algorithm != "sha256" || *value != util::to_hex({digest, artifact_sha256.size()})) {
     return body_error("it logs another artifact's digest");
   }
   auto sig = object_member(spec, "signature", "spec");
@@ -127,8 +128,8 @@ Result<void> check_log_body(const TlogEntry& entry, std::string_view artifact_sh
   if (entry.kind != "hashedrekord") {
     return body_error("the entry is a " + entry.kind.substr(0, 50) + ", not a hashedrekord");
   }
-  auto body =
-      parse_bounded_json(entry.canonicalized_body, kLogBodyJson, ErrorCode::signature_invalid);
+  auto body = util::parse_bounded_json(entry.canonicalized_body, kLogBodyJson,
+                                       ErrorCode::signature_invalid);
   if (!body) return body_error(body.error().message);
   auto kind = string_member(*body, "kind", "");
   auto api_version = string_member(*body, "apiVersion", "");

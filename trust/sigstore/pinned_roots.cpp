@@ -1,6 +1,6 @@
-#include "trust/sigstore/pinned_roots.hpp"
+#include "kernelhub/trust/sigstore/pinned_roots.hpp"
 
-#include "trust/read_file.hpp"
+#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::trust::sigstore {
 
@@ -8,7 +8,7 @@ Result<std::string> trusted_root_json(std::string_view setting) {
   const std::string_view pinned = pinned_trusted_root_json(setting);
   if (!pinned.empty()) return std::string(pinned);
   if (setting.empty()) return fail(ErrorCode::policy, "the trusted root setting is empty");
-  auto text = read_small_file(std::filesystem::path(setting), kMaxTrustedRootBytes);
+  auto text = util::read_small_file(std::filesystem::path(setting), kMaxTrustedRootBytes);
   if (!text)
     return fail(ErrorCode::policy, "cannot read the trusted root: " + text.error().message);
   return std::move(*text);

@@ -1,6 +1,6 @@
-#include "trust/sigstore/public_key.hpp"
+#include "kernelhub/trust/sigstore/public_key.hpp"
 
-#include "trust/digest.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::trust::sigstore {
 

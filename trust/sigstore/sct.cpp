@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "trust/digest.hpp"
-#include "trust/sigstore/certificate.hpp"
-#include "trust/sigstore/der.hpp"
+#include "certificate.hpp"
+#include "der.hpp"
+#include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {

@@ -1,4 +1,4 @@
-#include "trust/sigstore/sigstore_time.hpp"
+#include "kernelhub/trust/sigstore/sigstore_time.hpp"
 
 #include <charconv>
 #include <ctime>

@@ -1,8 +1,8 @@
-#include "trust/sigstore/timestamp.hpp"
+#include "timestamp.hpp"
 
 #include <openssl/err.h>
 
-#include "trust/sigstore/openssl_handles.hpp"
+#include "kernelhub/trust/sigstore/openssl_handles.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {

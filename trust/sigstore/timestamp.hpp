@@ -6,9 +6,9 @@
 #include <span>
 #include <string_view>
 
-#include "trust/result.hpp"
-#include "trust/sigstore/sigstore_time.hpp"
-#include "trust/sigstore/trusted_root.hpp"
+#include "kernelhub/trust/sigstore/sigstore_time.hpp"
+#include "kernelhub/trust/sigstore/trusted_root.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::trust::sigstore {
 

@@ -1,9 +1,10 @@
-#include "trust/sigstore/transparency_log.hpp"
+#include "transparency_log.hpp"
 
 #include <bit>
 #include <vector>
 
-#include "trust/digest.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/util/strings.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {
@@ -140,7 +141,7 @@ Result<void> verify_inclusion_promise(const TlogEntry& entry, std::span<const Lo
   const auto* log_id = reinterpret_cast<const unsigned char*>(entry.log_id.data());
   const std::string payload = R"({"body":")" + to_base64({body, entry.canonicalized_body.size()}) +
                               R"(","integratedTime":)" + std::to_string(*entry.integrated_time) +
-                              R"(,"logID":")" + to_hex({log_id, entry.log_id.size()}) +
+                              R"(,"logID":")" + util::to_hex({log_id, entry.log_id.size()}) +
                               R"(","logIndex":)" + std::to_string(entry.log_index) + "}";
   if (!verify_signature(log->key.get(), log->algorithm, payload, *entry.signed_entry_timestamp)) {
     return log_error(kCheck, "the log's signature does not verify");

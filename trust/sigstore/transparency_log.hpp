@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "trust/result.hpp"
-#include "trust/sigstore/bundle.hpp"
-#include "trust/sigstore/public_key.hpp"
+#include "kernelhub/trust/sigstore/bundle.hpp"
+#include "kernelhub/trust/sigstore/public_key.hpp"
+#include "kernelhub/util/result.hpp"
 
 namespace kernelhub::trust::sigstore {
 

@@ -1,14 +1,14 @@
-#include "trust/sigstore/trusted_root.hpp"
+#include "kernelhub/trust/sigstore/trusted_root.hpp"
 
 #include <openssl/err.h>
 
-#include "trust/json_bounds.hpp"
-#include "trust/sigstore/json_access.hpp"
+#include "json_access.hpp"
+#include "kernelhub/util/json_bounds.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {
 
-constexpr JsonBounds kTrustedRootJson{kMaxTrustedRootBytes, 32, 20'000};
+constexpr util::JsonBounds kTrustedRootJson{kMaxTrustedRootBytes, 32, 20'000};
 constexpr std::string_view kMediaType = "application/vnd.dev.sigstore.trustedroot+json;version=0.1";
 
 Result<TimeRange> parse_valid_for(const nlohmann::json& holder, const std::string& path) {
@@ -141,7 +141,7 @@ Result<TrustedRoot> parse_trusted_root(std::string_view json) {
   const auto refuse = [](std::string message) {
     return fail(ErrorCode::policy, "trusted root: " + std::move(message));
   };
-  auto doc = parse_bounded_json(json, kTrustedRootJson);
+  auto doc = util::parse_bounded_json(json, kTrustedRootJson);
   if (!doc) return refuse(doc.error().message);
   auto media_type = string_member(*doc, "mediaType", "");
   if (!media_type) return refuse(media_type.error().message);

@@ -1,9 +1,9 @@
-#include "trust/sigstore/verifier.hpp"
+#include "kernelhub/trust/sigstore/verifier.hpp"
 
-#include "trust/digest.hpp"
-#include "trust/sigstore/certificate.hpp"
-#include "trust/sigstore/timestamp.hpp"
-#include "trust/sigstore/transparency_log.hpp"
+#include "certificate.hpp"
+#include "kernelhub/trust/digest.hpp"
+#include "timestamp.hpp"
+#include "transparency_log.hpp"
 
 namespace kernelhub::trust::sigstore {
 namespace {

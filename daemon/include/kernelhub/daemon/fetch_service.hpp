@@ -1,0 +1,151 @@
+// The daemon's fetch pipeline around hub::Fetcher: the trust decision at every hand-out,
+// a warm path (version/revision -> commit memo, per-variant manifest, fds opened beneath
+// the blobs dir without following links) and single-flight downloads shared by every
+// client that asks for the same thing at the same time (and, once resolved, one download of
+// a commit for the flights that named it differently).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "kernelhub/cache/maintenance.hpp"
+#include "kernelhub/daemon/commit_turns.hpp"
+#include "kernelhub/daemon/counters.hpp"
+#include "kernelhub/hub/fetcher.hpp"
+#include "kernelhub/hub/receipt_check.hpp"
+#include "kernelhub/proto/messages.hpp"
+#include "kernelhub/trust/policy.hpp"
+#include "kernelhub/util/environment.hpp"
+#include "kernelhub/util/result.hpp"
+#include "kernelhub/util/unique_fd.hpp"
+
+namespace kernelhub::daemon {
+
+struct HandOut {
+  proto::Fetched reply;
+  std::vector<UniqueFd> fds;  // in the order of reply.files[i].fd
+};
+
+// Called on the requesting connection's thread, never on the download's.
+using ProgressSink = std::function<void(const hub::FetchProgress&)>;
+
+// A request's `env` member (the client's variables): one set to a true value, and the
+// client's trust variables (still bounded by the admin policy where they are used).
+bool env_true(const std::map<std::string, std::string>& env, std::string_view key);
+trust::TrustEnvironment client_trust(const std::map<std::string, std::string>& env);
+// signature_missing / signature_invalid: a refusal by [signatures], not a damaged cache.
+bool is_signature_error(ErrorCode code);
+
+class FetchService {
+ public:
+  FetchService(std::filesystem::path cache_root, UniqueFd root_fd, util::Environment env,
+               std::chrono::seconds resolve_ttl, AtomicCounters& counters);
+  ~FetchService();  // joins every download thread
+  FetchService(const FetchService&) = delete;
+  FetchService& operator=(const FetchService&) = delete;
+
+  void set_policy(trust::AdminPolicy policy);
+  std::shared_ptr<const trust::AdminPolicy> policy() const;
+
+  // `with_fds`: open the files for SCM_RIGHTS. `progress` may be empty. `client` names the
+  // requester in the log ("uid 1000", "http"). Each refusal or failure is logged here once per
+  // client (a failed download is also logged once by its flight, as an upstream error).
+  Result<HandOut> fetch(const proto::FetchRequest& request, bool with_fds,
+                        const ProgressSink& progress, std::string_view client = "a client");
+  struct VerifyOutcome {
+    cache::VerifyReport blobs;
+    hub::ReceiptReport receipts;
+  };
+  // Re-hashes the blobs, then verifies every signature receipt again ([signatures]).
+  Result<VerifyOutcome> verify(const std::optional<trust::RepoId>& repo);
+  Result<cache::GcReport> gc();
+  // Verifies a bundle read from `fd` (a regular file the client opened) and publishes it into
+  // the shared cache, with the client's trust variables bounded by the admin policy.
+  Result<nlohmann::json> import_bundle(int fd, const std::map<std::string, std::string>& env);
+
+  // Waits for running downloads until `deadline`; true when none is left.
+  bool wait_downloads(std::chrono::steady_clock::time_point deadline);
+
+  // At most `n` flights download at once; later ones wait their turn in arrival order, and
+  // a request for a kernel already in flight (running or waiting) joins it.
+  void set_max_downloads(std::size_t n);
+  // Stopping: flights still waiting for a turn end with shutting_down instead of starting.
+  void stop_queued();
+  // Stopping, once the grace is over: every client still waiting for a flight is answered
+  // shutting_down now, before its connection closes (the flights themselves are abandoned).
+  void abandon_waiters();
+
+  struct Flight;
+
+ private:
+  struct Manifest;
+  std::shared_ptr<const Manifest> warm_manifest(const std::string& resolve_key,
+                                                const std::string& spec);
+  void remember(const std::string& resolve_key, const std::string& spec,
+                const hub::FetchResult& result);
+  void forget_all();
+  Result<HandOut> fetch_unlogged(const proto::FetchRequest& request, bool with_fds,
+                                 const ProgressSink& progress, std::string_view client);
+  std::shared_ptr<Flight> join_or_start(const std::string& resolve_key, const std::string& spec,
+                                        hub::FetchRequest request, bool offline,
+                                        std::string client);
+  // Blocks until flight `ticket` may download; false when stop_queued() came first.
+  bool wait_turn(std::uint64_t ticket);
+  void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline,
+                  const std::string& client);
+  // `warm`: a memoised manifest, whose snapshot links an earlier hand-out checked.
+  // The receipts of `manifest` are judged by the policy in force now ([signatures]).
+  Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
+                           bool from_cache, bool warm) const;
+
+  std::filesystem::path root_;
+  UniqueFd root_fd_;
+  util::Environment env_;
+  std::chrono::seconds resolve_ttl_;
+  AtomicCounters& counters_;
+
+  mutable std::mutex policy_mutex_;
+  std::shared_ptr<const trust::AdminPolicy> policy_;
+
+  // Downloads hold it shared; verify and gc exclusively, so they never see half a publish.
+  std::shared_mutex maintenance_;
+
+  std::mutex memo_mutex_;
+  struct Resolved {
+    std::string commit;
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::unordered_map<std::string, Resolved> resolved_;
+  std::unordered_map<std::string, std::shared_ptr<const Manifest>> manifests_;
+
+  // Flights that resolved to the same (repo, commit, variants) download it one at a time.
+  CommitTurns commit_turns_;
+
+  std::mutex flights_mutex_;
+  std::condition_variable flights_cv_;
+  std::map<std::string, std::shared_ptr<Flight>> flights_;
+  std::list<std::pair<std::shared_ptr<Flight>, std::thread>> flight_threads_;
+  std::size_t running_ = 0;      // flights with a thread: downloading or waiting their turn
+  std::size_t downloading_ = 0;  // flights past the max_downloads gate
+  std::size_t max_downloads_ = 8;
+  std::uint64_t next_turn_ = 0;    // ticket of the next flight to be let through
+  std::uint64_t next_ticket_ = 0;  // handed to each new flight in arrival order
+  bool stop_queued_ = false;
+  std::atomic<bool> abandoned_{false};  // abandon_waiters() was called
+};
+
+}  // namespace kernelhub::daemon

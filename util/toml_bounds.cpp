@@ -1,0 +1,48 @@
+#include "kernelhub/util/toml_bounds.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace kernelhub::util {
+
+Result<void> check_toml_shape(std::string_view text, const TomlBounds& bounds, ErrorCode code) {
+  if (text.size() > bounds.max_bytes) {
+    return fail(ErrorCode::too_large, std::to_string(text.size()) + " bytes, more than the " +
+                                          std::to_string(bounds.max_bytes) + "-byte limit");
+  }
+  const auto dots = static_cast<std::size_t>(std::count(text.begin(), text.end(), '.'));
+  if (dots > bounds.max_dots) {
+    return fail(code, std::to_string(dots) + " dots, more than the limit of " +
+                          std::to_string(bounds.max_dots) + " (dotted keys nest one table each)");
+  }
+  // toml++ 3.3's is_non_ascii_horizontal_whitespace reaches TOML_UNREACHABLE (undefined
+  // behaviour: __builtin_unreachable in the release library) for the code points of three
+  // ranges, its lookup table being incomplete. Found by fuzz/{kernel_status,policy}_fuzz.cpp.
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto b0 = static_cast<unsigned char>(text[i]);
+    char32_t cp = 0;
+    if (b0 >= 0xC2 && b0 <= 0xDF && i + 1 < text.size()) {
+      cp = static_cast<char32_t>(((b0 & 0x1F) << 6) |
+                                 (static_cast<unsigned char>(text[i + 1]) & 0x3F));
+    } else if (b0 >= 0xE0 && b0 <= 0xEF && i + 2 < text.size()) {
+      cp = static_cast<char32_t>(((b0 & 0x0F) << 12) |
+                                 ((static_cast<unsigned char>(text[i + 1]) & 0x3F) << 6) |
+                                 (static_cast<unsigned char>(text[i + 2]) & 0x3F));
+    } else {
+      continue;
+    }
+    if ((cp >= 0xA1 && cp <= 0x499) || (cp >= 0x2CEE && cp <= 0x30E7 && cp != 0x3000) ||
+        (cp >= 0xFB06 && cp <= 0xFEFE)) {
+      std::array<char, 16> hex{};
+      std::snprintf(hex.data(), hex.size(), "U+%04X", static_cast<unsigned>(cp));
+      return fail(code, std::string("character ") + hex.data() + " at byte " + std::to_string(i) +
+                            " (U+00A1..U+0499, U+2CEE..U+30E7 and U+FB06..U+FEFE are refused: "
+                            "the TOML parser cannot handle them safely)");
+    }
+  }
+  return ok();
+}
+
+}  // namespace kernelhub::util
