@@ -24,6 +24,7 @@ using namespace kernelhub;
 using namespace kernelhub::hub::server;
 using kernelhub::fuzzing::serve_and_check;
 using kernelhub::fuzzing::StreamServer;
+using kernelhub::http::register_error_handler;
 namespace fs = std::filesystem;
 
 namespace {

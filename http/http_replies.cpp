@@ -1,5 +1,6 @@
 #include "kernelhub/http/http_replies.hpp"
 
+#include <array>
 #include <cctype>
 #include <ctime>
 
@@ -56,12 +57,12 @@ void send_hub_error(httplib::Response& res, const Error& error) {
 }
 
 std::string iso_time(std::int64_t seconds) {
-  const std::time_t t = static_cast<std::time_t>(seconds);
+  const auto t = static_cast<std::time_t>(seconds);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
-  return buf;
+  std::array<char, 32> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+  return buf.data();
 }
 
 }  // namespace kernelhub::http

@@ -3,7 +3,7 @@
 namespace kernelhub::util {
 
 std::string to_hex(std::span<const unsigned char> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
+  static constexpr std::string_view kDigits = "0123456789abcdef";
   std::string out;
   out.reserve(bytes.size() * 2);
   for (const unsigned char b : bytes) {
@@ -31,7 +31,7 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 }
 
 std::string url_encode(std::string_view text, bool keep_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
+  static constexpr std::string_view kHex = "0123456789ABCDEF";
   std::string out;
   for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);

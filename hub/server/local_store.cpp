@@ -38,7 +38,7 @@ std::string sha1_hex(std::string_view text) {
   return sha1.final_hex();
 }
 
-constexpr std::size_t kMaxCommitBytes = 64 * 1024 * 1024;
+constexpr std::size_t kMaxCommitBytes = std::size_t{64} * 1024 * 1024;
 
 bool is_hex(std::string_view s, std::size_t len) {
   return s.size() == len && std::all_of(s.begin(), s.end(), [](char c) {

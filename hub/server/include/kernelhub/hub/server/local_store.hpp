@@ -17,7 +17,7 @@
 
 namespace kernelhub::hub::server {
 
-inline constexpr std::uint64_t kLfsThreshold = 1024 * 1024;
+inline constexpr std::uint64_t kLfsThreshold = std::uint64_t{1024} * 1024;
 
 // The Hub stores binaries and big files in LFS: their oid/etag is the sha256.
 bool is_lfs_file(std::string_view path, std::uint64_t size);
