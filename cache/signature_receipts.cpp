@@ -1,5 +1,5 @@
 // Signature receipts: what the verifier concluded about one variant of one commit
-// (hub/include/kernelhub/hub/signature_gate.hpp writes and reads the content). A receipt only saves
+// (kernelhub/hub/signature_gate.hpp writes and reads the content). A receipt only saves
 // re-verifying; it is trusted only where no one but the cache's owner can have written it, so a
 // receipt in a folder or file that another user can write, or owned by someone else, is ignored
 // (the variant is verified again from its cached bundle).

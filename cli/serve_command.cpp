@@ -6,7 +6,6 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -16,6 +15,8 @@
 #include "commands.hpp"
 #include "kernelhub/hub/server/hub_server.hpp"
 #include "kernelhub/trust/repo_id.hpp"
+#include "kernelhub/util/fs_util.hpp"
+#include "kernelhub/util/printable.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -49,19 +50,6 @@ struct ServeArgs {
   std::vector<std::string> private_repos;
   std::vector<std::string> model_only_repos;
 };
-
-// Temp file + rename, so a waiting test never reads a half-written port number.
-bool write_port_file(const std::filesystem::path& path, int port) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << port << "\n";
-    if (!out.flush()) return false;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  return !ec;
-}
 
 int run_serve(const ServeArgs& args) {
   hub::server::ServerOptions options;
@@ -135,8 +123,12 @@ int run_serve(const ServeArgs& args) {
     std::cerr << "kernelhub serve: " << started.error().message << "\n";
     return 1;
   }
-  if (!args.port_file.empty() && !write_port_file(args.port_file, server.port())) {
-    std::cerr << "kernelhub serve: cannot write " << args.port_file << "\n";
+  // Whole or not at all, so a waiting script never reads a half-written port number; a hint,
+  // not data: no fsync.
+  if (!args.port_file.empty() &&
+      !util::write_file_atomic(args.port_file, std::to_string(server.port()) + "\n", 0644,
+                               util::Durability::none)) {
+    std::cerr << "kernelhub serve: cannot write " << util::printable(args.port_file) << "\n";
     return 1;
   }
   std::cout << "serving " << args.root << " on " << server.endpoint() << std::endl;

@@ -13,7 +13,6 @@
 #include "kernelhub/util/read_file.hpp"
 
 using namespace kernelhub::trust;
-using namespace kernelhub::util;
 
 namespace {
 

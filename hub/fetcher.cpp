@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "fetch_plan.hpp"
+#include "kernelhub/cache/disk_full.hpp"
 #include "kernelhub/hub/kernel_status.hpp"
 #include "kernelhub/trust/lockfile.hpp"
 #include "kernelhub/util/error_table.hpp"
@@ -74,7 +75,7 @@ HubApi::MoveCheck trusted_moves(const trust::AdminPolicy& policy,
 
 Result<FetchResult> Fetcher::fetch(const FetchRequest& request, const ProgressCallback& progress) {
   auto result = fetch_any(request, progress);
-  if (!result) return fail(util::explain_disk_full(std::move(result).error(), cache_.root()));
+  if (!result) return fail(cache::explain_disk_full(std::move(result).error(), cache_.root()));
   return result;
 }
 

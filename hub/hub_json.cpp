@@ -16,7 +16,7 @@ Unexpected malformed(std::string what) {
   return fail(ErrorCode::malformed_response, std::move(what));
 }
 
-// Size, depth and value-count bounds first (util/include/kernelhub/util/json_bounds.hpp): a hostile
+// Size, depth and value-count bounds first (kernelhub/util/json_bounds.hpp): a hostile
 // page costs bounded memory and no later walk of it can recurse deep.
 Result<json> parse(std::string_view body, std::string_view what) {
   auto value = util::parse_bounded_json(body, util::kHubApiJson);

@@ -1,7 +1,7 @@
 // Reading a variant's metadata.json from an open fd for the loader, through the one parser
 // (trust::parse_kernel_metadata). Hub builds span several metadata generations and local
 // library builds may carry a package version such as "2.7.4": see
-// trust/include/kernelhub/trust/metadata.hpp.
+// kernelhub/trust/metadata.hpp.
 #pragma once
 
 #include <cstddef>

@@ -90,7 +90,7 @@ Result<std::optional<nlohmann::json>> FrameDecoder::next() {
 
   const char* begin = buffer_.data() + consumed_ + kFrameHeaderSize;
   // Depth and value-count bounds as for every outside JSON
-  // (util/include/kernelhub/util/json_bounds.hpp).
+  // (kernelhub/util/json_bounds.hpp).
   util::JsonBounds bounds = util::kFrameJson;
   bounds.max_bytes = max_frame_;
   auto parsed = util::parse_bounded_json(std::string_view(begin, *length), bounds,

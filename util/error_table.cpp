@@ -19,7 +19,7 @@ constexpr ErrorInfo row(ErrorCode code, std::string_view name, ErrorKind kind, i
 // One row per ErrorCode, in the enum's order (checked below). The exit code follows the kind
 // (usage 2, refusal 3, not_found 4, upstream 6, integrity 7, local and bug 1) except for the
 // two codes a script may want to tell apart: no_matching_variant (5) and disk_full (8).
-// docs/errors.md gives the reasons; tests/trust/error_table_test.cpp checks the rule.
+// docs/errors.md gives the reasons; tests/util/error_table_test.cpp checks the rule.
 // clang-format off: one row per line, columns aligned
 //  code                   wire name               kind      exit http hub code fallback remedy
 constexpr std::array kErrors{

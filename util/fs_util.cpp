@@ -126,13 +126,4 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
   return temp->commit(path, std::nullopt, durability);
 }
 
-Error explain_disk_full(Error error, const std::filesystem::path& cache_root) {
-  if (error.code != ErrorCode::disk_full) return error;
-  error.message += ". The cache at " + cache_root.string() +
-                   " is out of space (or over a disk quota): free space on its filesystem, run "
-                   "`kernelhub gc` to remove snapshots no ref names and their blobs, or point "
-                   "HF_HUB_CACHE at a larger disk";
-  return error;
-}
-
 }  // namespace kernelhub::util

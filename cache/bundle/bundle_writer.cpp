@@ -77,15 +77,6 @@ Result<void> write_blob(archive* a, const std::string& name, const BundledFile& 
   return ok();
 }
 
-// Removes the partial output unless released.
-struct PartialFile {
-  std::filesystem::path path;
-  bool keep = false;
-  ~PartialFile() {
-    if (!keep) ::unlink(path.c_str());
-  }
-};
-
 }  // namespace
 
 Result<BundleStats> write_bundle(const std::filesystem::path& out,
@@ -98,10 +89,10 @@ Result<BundleStats> write_bundle(const std::filesystem::path& out,
     manifest.repos.push_back(source.repo);
   }
   const std::filesystem::path target = std::filesystem::absolute(out);
-  PartialFile partial{target.parent_path() / ("." + target.filename().string() + "." +
-                                              util::random_suffix() + ".partial")};
-  const UniqueFd fd(::open(partial.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd) return util::errno_error(errno, "cannot create", partial.path);
+  // Beside the target, hidden, removed unless the whole bundle was written.
+  auto partial =
+      util::TempFile::create(target.parent_path(), "." + target.filename().string() + ".", 0644);
+  KH_TRY(partial);
 
   const ArchiveWriter a(archive_write_new());
   if (!a) throw std::bad_alloc();
@@ -109,7 +100,7 @@ Result<BundleStats> write_bundle(const std::filesystem::path& out,
       archive_write_set_filter_option(a.get(), "zstd", "compression-level",
                                       std::to_string(zstd_level).c_str()) != ARCHIVE_OK ||
       archive_write_set_format_pax_restricted(a.get()) != ARCHIVE_OK ||
-      archive_write_open_fd(a.get(), fd.get()) != ARCHIVE_OK) {
+      archive_write_open_fd(a.get(), partial->fd()) != ARCHIVE_OK) {
     return archive_failure(a.get(), "zstd tar");
   }
   const std::string manifest_text = to_json_text(manifest);
@@ -130,14 +121,11 @@ Result<BundleStats> write_bundle(const std::filesystem::path& out,
     }
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK) return archive_failure(a.get(), "close");
-  if (::fsync(fd.get()) != 0) return util::errno_error(errno, "cannot fsync", partial.path);
   struct stat st {};
-  if (::fstat(fd.get(), &st) == 0) stats.archive_bytes = static_cast<std::uint64_t>(st.st_size);
-  if (::rename(partial.path.c_str(), target.c_str()) != 0) {
-    return util::errno_error(errno, "cannot rename onto", target);
+  if (::fstat(partial->fd(), &st) == 0) {
+    stats.archive_bytes = static_cast<std::uint64_t>(st.st_size);
   }
-  partial.keep = true;
-  KH_TRY(util::fsync_dir(target.parent_path()));
+  KH_TRY(partial->commit(target, std::nullopt));
   return stats;
 }
 

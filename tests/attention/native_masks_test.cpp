@@ -1,4 +1,4 @@
-// Mask conversions and varlen packing (attention/include/kernelhub/attention/masks.hpp), checked
+// Mask conversions and varlen packing (kernelhub/attention/masks.hpp), checked
 // element by element against loops over the mask, and packed attention against masked SDPA.
 #include <cmath>
 #include <vector>

@@ -21,7 +21,6 @@ namespace fs = std::filesystem;
 using namespace kernelhub;
 using namespace kernelhub::cache;
 using namespace kernelhub::cache::bundle;
-using namespace kernelhub::util;
 using kernelhub::testing::TempDir;
 
 namespace {

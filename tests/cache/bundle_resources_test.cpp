@@ -26,7 +26,6 @@ namespace fs = std::filesystem;
 using namespace kernelhub;
 using namespace kernelhub::cache;
 using namespace kernelhub::cache::bundle;
-using namespace kernelhub::util;
 using kernelhub::testing::TempDir;
 using nlohmann::json;
 

@@ -15,7 +15,6 @@
 
 using namespace kernelhub;
 using namespace kernelhub::cache;
-using namespace kernelhub::util;
 namespace fs = std::filesystem;
 
 TEST_CASE("the instance lock lives under .locks/ and has one holder", "[cache][instance-lock]") {

@@ -1,5 +1,5 @@
 // kernelhubd's --http listener under attack, on the real binary. Before the guarded listener
-// (http/include/kernelhub/http/guarded_server.hpp), four connections holding unfinished headers
+// (kernelhub/http/guarded_server.hpp), four connections holding unfinished headers
 // grew the daemon by hundreds of MiB, and 40 connections dripping a byte at a time held every
 // httplib worker, so every other HTTP client timed out. Here: unfinished huge heads get 431
 // and leave the daemon's memory where it was; dripping connections delay nobody and are cut

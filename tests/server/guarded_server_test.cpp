@@ -1,4 +1,4 @@
-// The guarded listener (http/include/kernelhub/http/guarded_server.hpp) on its own, with small
+// The guarded listener (kernelhub/http/guarded_server.hpp) on its own, with small
 // limits: every bound of a request head gets its status and a close, the caps per address and in
 // all, the header deadline, slow clients never delaying others, keep-alive and pipelining, and what
 // reaches httplib (malformed Range dropped, Expect answered, REMOTE_ADDR ours).

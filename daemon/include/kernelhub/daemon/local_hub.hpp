@@ -29,7 +29,7 @@ struct LocalHubOptions {
   std::chrono::seconds resolve_ttl{60};
   util::Environment env;  // HF_ENDPOINT, HF_TOKEN, HF_HUB_* for the upstream API calls
   // Head and body bounds, header deadline, connection caps
-  // (http/include/kernelhub/http/http_limits.hpp).
+  // (kernelhub/http/http_limits.hpp).
   http::HttpListenerLimits limits;
 };
 

@@ -23,8 +23,8 @@ namespace kernelhub::hub {
 
 enum class RepoKind { kernel, model };
 
-// What a repo URL asks for (hub/include/kernelhub/hub/api_url.hpp builds them):
-// {endpoint}/api/{kernels|models}/ {repo}/refs, .../revision/{rev}, .../tree/{rev}[/{path}],
+// What a repo URL asks for (kernelhub/hub/api_url.hpp builds them):
+// {endpoint}/api/{kernels|models}/{repo}/refs, .../revision/{rev}, .../tree/{rev}[/{path}],
 // .../commits/{rev}, and the file URL {endpoint}{/kernels|}/{repo}/resolve/{rev}/{path}.
 enum class RepoRoute { refs, revision, tree, commits, resolve };
 

@@ -12,7 +12,7 @@
 // same namespace aborts the process.
 //
 // This header has no torch includes; op lookup and calls are in
-// loader/include/kernelhub/loader/kernel_ops.hpp.
+// kernelhub/loader/kernel_ops.hpp.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Durable files: random temp suffixes, fsync of directories, the one temp-then-rename writer
 // (TempFile, and write_file_atomic over it), folder creation, and errno -> Result mapping.
-// The cache, the bundle importer and the local store all write through these.
+// The cache, the bundle writer and importer, the local store and the CLI write through these.
 #pragma once
 
 #include <filesystem>
@@ -19,10 +19,6 @@ std::string random_suffix();
 
 // io error (disk_full for ENOSPC/EDQUOT) "<what> <path>: strerror(err)".
 Unexpected errno_error(int err, std::string_view what, const std::filesystem::path& path);
-
-// A disk_full error of a write into the cache at `cache_root`, told what to do: which cache
-// is full and how to make room. Any other error is returned as it is.
-Error explain_disk_full(Error error, const std::filesystem::path& cache_root);
 
 // Makes a rename/creation in `dir` durable.
 Result<void> fsync_dir(const std::filesystem::path& dir);
@@ -64,8 +60,8 @@ class TempFile {
   TempFile& operator=(const TempFile&) = delete;
   ~TempFile();
 
+  // For writers that stream into the descriptor themselves (libarchive).
   int fd() const { return fd_.get(); }
-  const std::filesystem::path& path() const { return path_; }
   Result<void> write_all(const void* data, std::size_t size);
   // fsync (Durability::none: none), chmod to `mode` when given, rename onto `dest`, then
   // fsync of `dest`'s folder.
