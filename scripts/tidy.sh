@@ -97,19 +97,27 @@ for f in "${changed[@]}"; do
     # Its own .cpp, else the first two units that include it (a widely included header
     # would otherwise pull in the whole build).
     # A public header <module>/include/kernelhub/<...>/name.hpp is included as
-    # "kernelhub/<...>/name.hpp" and its .cpp is <module>/name.cpp.
-    spelled="${f}"
+    # "kernelhub/<...>/name.hpp" by anyone and its .cpp is <module>/name.cpp; a private one as
+    # "name.hpp" by the sources beside it; a test helper as "<folder>/name.hpp" (tests/ is on
+    # the test targets' path).
+    base="${f##*/}"
     own="${f%.*}.cpp"
+    candidates=("${known[@]}")
     if [[ "${f}" == */include/kernelhub/* ]]; then
       spelled="kernelhub/${f#*/include/kernelhub/}"
-      base="${f##*/}"
       own="${f%%/include/kernelhub/*}/${base%.*}.cpp"
+    elif [[ "${f}" == tests/* ]]; then
+      spelled="${f#tests/}"
+    else
+      spelled="${base}"
+      candidates=()
+      for tu in "${known[@]}"; do [[ "${tu%/*}" == "${f%/*}" ]] && candidates+=("${tu}"); done
     fi
     if [[ -n "${in_db[${own}]:-}" ]]; then
       units["${own}"]=1
       continue
     fi
-    mapfile -t includers < <(grep -lF "#include \"${spelled}\"" "${known[@]}" 2>/dev/null | head -n 2)
+    mapfile -t includers < <(grep -lF "#include \"${spelled}\"" "${candidates[@]}" /dev/null 2>/dev/null | head -n 2)
     if [[ ${#includers[@]} -gt 0 ]]; then
       for tu in "${includers[@]}"; do units["${tu}"]=1; done
       continue

@@ -13,7 +13,6 @@
 
 using namespace kernelhub;
 using namespace kernelhub::hub;
-using namespace kernelhub::util;
 
 TEST_CASE("normalize_etag strips weak prefix and quotes") {
   CHECK(normalize_etag("\"abc\"") == "abc");
@@ -211,9 +210,4 @@ TEST_CASE("kernel-status.toml with a deeply dotted key is refused before toml++ 
   auto big = parse_kernel_status(std::string(65u << 10, '\n'));
   REQUIRE_FALSE(big);
   CHECK(big.error().code == ErrorCode::too_large);
-}
-
-TEST_CASE("url_encode keeps slashes only when asked") {
-  CHECK(util::url_encode("refs/pr/1", false) == "refs%2Fpr%2F1");
-  CHECK(util::url_encode("build/a b/c.py", true) == "build/a%20b/c.py");
 }

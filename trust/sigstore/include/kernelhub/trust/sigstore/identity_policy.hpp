@@ -27,7 +27,7 @@ struct FulcioIdentity {
 Result<FulcioIdentity> read_fulcio_identity(X509* leaf);
 
 // The policy type lives with the admin settings
-// (trust/include/kernelhub/trust/signature_settings.hpp).
+// (kernelhub/trust/signature_settings.hpp).
 using trust::IdentityPolicy;
 using trust::kernels_community_policy;
 
