@@ -98,8 +98,22 @@ DOCUMENTED_MODULE_USES = {
 }
 
 
+# The rooms the re-cut made, at their d141383 home, so that the module table of d141383 still
+# judges their includes: util/ came out of trust/ (and cache/fs_util), variant/ out of hub/,
+# http/ out of hub/server/, cli/ attention/ parallel/ out of client/.
+RECUT_HOME = {
+    "util": "trust",
+    "variant": "hub",
+    "http": "hub/server",
+    "cli": "client/cli",
+    "attention": "client/attention",
+    "parallel": "client/parallel",
+}
+
+
 def module_allowed(frm: str, to: str) -> str | None:
     """None when the d141383 module table allows `frm` to include `to`, else why not."""
+    frm, to = RECUT_HOME.get(frm, frm), RECUT_HOME.get(to, to)
     if to == frm or to.split("/", 1)[0] == "cmake":
         return None
     if frm not in DOCUMENTED_MODULE_USES:
@@ -520,8 +534,11 @@ class Resolver:
 
 
 def module_of(rel: str) -> str:
-    """`folder/sub` for a file in a sub-folder, `folder` for a file at the folder's top."""
+    """`folder/sub` for a file in a sub-folder, `folder` for a file at the folder's top; a public
+    header (`<module>/include/kernelhub/...`) belongs to `<module>`."""
     parts = rel.split("/")
+    if "include" in parts:
+        parts = parts[: parts.index("include")] + ["x"]
     return "/".join(parts[:2]) if len(parts) > 2 else parts[0]
 
 
@@ -589,9 +606,12 @@ def report(root: Path) -> str:
     cross = {k: v for k, v in edges.items() if k[0] != k[1]}
     upward = []
     for (a, b), n in sorted(cross.items()):
-        if a not in DOCUMENTED_USES:
+        home_a, home_b = (RECUT_HOME.get(x, x).split("/")[0] for x in (a, b))
+        if home_a == home_b:
+            continue  # both out of one d141383 folder (util and trust, cli and client)
+        if home_a not in DOCUMENTED_USES:
             upward.append((a, b, n, f"`{a}/` is not in the d141383 module table"))
-        elif b not in DOCUMENTED_USES[a]:
+        elif home_b not in DOCUMENTED_USES[home_a]:
             upward.append((a, b, n, "not a documented use"))
     mutual = sorted({tuple(sorted(k)) for k in cross if (k[1], k[0]) in cross})
     lines_p = sum(s.lines for s in product)
