@@ -19,7 +19,7 @@ std::filesystem::path socket_path(const util::Environment& env, const ClientOpti
   return kDefaultSocket;
 }
 
-Result<Client> Client::open(const util::Environment& env, ClientOptions options) {
+Result<Client> Client::open(const util::Environment& env, const ClientOptions& options) {
   const bool require = options.require_daemon || env.is_true("KERNELHUB_REQUIRE_DAEMON");
   if (options.embedded_only && require) {
     return fail(ErrorCode::invalid_argument,

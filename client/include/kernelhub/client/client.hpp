@@ -74,7 +74,7 @@ class Client {
   // Connects and shakes hands when a daemon listens; a missing socket or a refused
   // connection means embedded mode unless a daemon is required. A socket that accepts but
   // does not speak the protocol is an error, never a silent fallback.
-  static Result<Client> open(const util::Environment& env, ClientOptions options = {});
+  static Result<Client> open(const util::Environment& env, const ClientOptions& options = {});
 
   Client(Client&&) noexcept;
   Client& operator=(Client&&) noexcept;
