@@ -71,11 +71,12 @@ def hub_reset(endpoint: str) -> None:
                                                   method="POST")).read()
 
 
-def start_serve(bindir: Path, root: Path, work: Path, extra_args=()) -> tuple:
-    """`kernelhub serve` of `root` on a free loopback port: (process, endpoint URL)."""
+def start_serve(bindir: Path, root: Path, work: Path) -> tuple:
+    """The test Hub (kernelhub-test-hub: `kernelhub serve` with /_kernelhub/requests) of `root`
+    on a free loopback port: (process, endpoint URL)."""
     port_file = work / "serve.port"
-    serve = subprocess.Popen([str(bindir / "kernelhub"), "serve", "--root", str(root), "--bind", "127.0.0.1:0",
-                              "--port-file", str(port_file), *extra_args],
+    serve = subprocess.Popen([str(bindir / "kernelhub-test-hub"), "--test-endpoints", "--root", str(root),
+                              "--bind", "127.0.0.1:0", "--port-file", str(port_file)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(300):
         if port_file.exists() and port_file.read_text().strip():
@@ -174,7 +175,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="kh-daemon-bench-"))
     procs = []
     try:
-        serve, endpoint = start_serve(bindir, args.build / "fixtures" / "hub", work, ["--test-endpoints"])
+        serve, endpoint = start_serve(bindir, args.build / "fixtures" / "hub", work)
         procs.append(serve)
 
         daemon = Daemon(bindir / "kernelhubd", work, "warm", endpoint)

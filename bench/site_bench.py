@@ -3,7 +3,7 @@
 straight to the Hub, then through the site cache (deploy/nginx), in one run.
 
 The topology is tests/site/site_topology.py's network namespaces: a Hub namespace running
-`kernelhub serve --test-endpoints` on a store holding download_bench's padded fixture kernel
+`kernelhub-test-hub --test-endpoints` (kernelhub serve with test endpoints) on a store holding download_bench's padded fixture kernel
 (one variant whose .so carries --size-mb MiB of random bytes, an LFS file behind the Hub's
 redirect), a site namespace and N node namespaces, each node with its own kernelhubd and an
 empty cache. Direct: the site namespace only routes (ip_forward=1) and HF_ENDPOINT is the Hub.

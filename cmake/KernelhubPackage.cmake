@@ -22,14 +22,13 @@ target_compile_definitions(kernelhub_shared PRIVATE KERNELHUB_VERSION="${PROJECT
 target_link_libraries(kernelhub_shared
   PUBLIC kh::torch_cpu
   PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,kh_attention>")
-# Context parallelism (<kernelhub/context_parallel.hpp>), when built: all of it too. Its c10d
-# symbols are in libtorch_cpu, so apps link nothing more (NCCL: kh_parallel_nccl, not here).
-if(TARGET kh_parallel)
-  # Its objects, not the archive: linking kh_parallel would name kh_attention a second time.
-  target_sources(kernelhub_shared PRIVATE $<TARGET_OBJECTS:kh_parallel>)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/parallel/include/kernelhub
-          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "context_parallel.hpp")
-endif()
+# Context parallelism (<kernelhub/context_parallel.hpp>, built wherever this package is): all
+# of it too. Its c10d symbols are in libtorch_cpu, so apps link nothing more (NCCL:
+# kh_parallel_nccl, not here). Its objects, not the archive: linking kh_parallel would name
+# kh_attention a second time.
+target_sources(kernelhub_shared PRIVATE $<TARGET_OBJECTS:kh_parallel>)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/parallel/include/kernelhub
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "context_parallel.hpp")
 # Nothing of the static libraries' dependencies may leak undefined into an app's link.
 target_link_options(kernelhub_shared PRIVATE -Wl,--no-undefined)
 

@@ -1,12 +1,10 @@
 // File downloads: /resolve/ (HEAD and GET) for both repo types, and the LFS object URL
 // that LFS files redirect to. Bodies stream from the object file, mapped read-only (pread into
-// a buffer when mapping fails or a fault edits bytes), through an httplib content provider in
-// 1 MiB chunks; the download faults of FaultPlan act here.
+// a buffer when mapping fails), through an httplib content provider in 1 MiB chunks. The
+// server's hooks (serve_hooks.hpp) see each download before it is answered.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-
-#include <thread>
 
 #include "kernelhub/hub/server/server_context.hpp"
 #include "kernelhub/util/strings.hpp"
@@ -19,17 +17,16 @@ constexpr std::size_t kChunk = 1 << 20;
 
 struct BodyState {
   UniqueFd fd;
-  std::uint64_t start = 0;  // first file byte of the body
   std::uint64_t file_size = 0;
-  FaultPlan faults;
-  std::uint64_t sent = 0;
-  bool stalled = false;
   std::vector<char> buffer;
   // The object mapped read-only: bodies go from the page cache to the socket with one copy
   // fewer than pread + send. Safe because store objects are immutable (written to a temp,
-  // renamed into place, never truncated). Null when mapping failed or a fault edits bytes.
+  // renamed into place, never truncated). Null when mapping failed.
   const char* map = nullptr;
   std::size_t map_size = 0;
+  BodyState() = default;
+  BodyState(const BodyState&) = delete;
+  BodyState& operator=(const BodyState&) = delete;
   ~BodyState() {
     if (map) ::munmap(const_cast<char*>(map), map_size);
   }
@@ -39,46 +36,47 @@ struct ServedFile {
   std::filesystem::path object;
   std::uint64_t size = 0;
   std::string etag;       // unquoted
-  std::string repo_path;  // for FaultPlan::path_filter
+  std::string repo_path;  // what the hooks see
   std::string commit;     // X-Repo-Commit when non-empty
 };
 
-bool provide(const ServerContext& ctx, BodyState& s, std::size_t offset, std::size_t length,
-             httplib::DataSink& sink) {
-  if (s.faults.stall && !s.stalled) {
-    s.stalled = true;
-    if (!sleep_unless_stopping(ctx, *s.faults.stall)) return false;
-  }
-  std::size_t want = std::min(length, kChunk);
-  if (s.faults.reset_after_bytes) {
-    if (s.sent >= *s.faults.reset_after_bytes) return false;  // drop the connection mid-body
-    want = std::min<std::uint64_t>(want, *s.faults.reset_after_bytes - s.sent);
-  }
-  if (!trickle_step(ctx, s.faults.trickle_bytes_per_second, want)) return false;
-  // Endless: the file's bytes over and over, never an end (chunked, no Content-Length).
-  if (s.faults.endless) offset %= static_cast<std::size_t>(s.file_size - s.start);
-  want = std::min<std::uint64_t>(want, s.file_size - s.start - offset);
-  const std::uint64_t pos = s.start + offset;
-  if (s.faults.trickle_bytes_per_second > 0 || s.faults.endless) ctx.paced_bytes += want;
-  if (s.map) {
-    s.sent += want;
-    return sink.write(s.map + pos, want);
-  }
+// Writes body bytes [offset, offset + length) (file bytes from `first` on), one chunk at most.
+bool write_body(BodyState& s, std::uint64_t first, std::size_t offset, std::size_t length,
+                httplib::DataSink& sink) {
+  const std::uint64_t pos = first + offset;
+  if (pos >= s.file_size) return false;
+  const std::size_t want = std::min<std::uint64_t>({length, kChunk, s.file_size - pos});
+  if (s.map) return sink.write(s.map + pos, want);
   ssize_t n;
   do {
     n = ::pread(s.fd.get(), s.buffer.data(), want, static_cast<off_t>(pos));
   } while (n < 0 && errno == EINTR);
   if (n <= 0) return false;
-  const std::uint64_t flip = s.file_size / 2;
-  if (s.faults.corrupt_one_byte && flip >= pos && flip < pos + static_cast<std::uint64_t>(n)) {
-    s.buffer[flip - pos] = static_cast<char>(s.buffer[flip - pos] ^ 0x5a);
-  }
-  s.sent += static_cast<std::uint64_t>(n);
   return sink.write(s.buffer.data(), static_cast<std::size_t>(n));
+}
+
+// The single range of a Range request as [first, last]; nullopt when it cannot be satisfied.
+// No range (or several: answered with everything) is the whole file.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> byte_range(const httplib::Ranges& ranges,
+                                                                  std::uint64_t size) {
+  std::uint64_t first = 0;
+  std::uint64_t last = size == 0 ? 0 : size - 1;
+  if (ranges.size() != 1) return std::pair{first, last};
+  const auto [a, b] = ranges.front();
+  if (a < 0) {  // suffix range: the last b bytes
+    first = b >= static_cast<ssize_t>(size) ? 0 : size - static_cast<std::uint64_t>(b);
+  } else {
+    first = static_cast<std::uint64_t>(a);
+    if (b >= 0) last = std::min<std::uint64_t>(last, static_cast<std::uint64_t>(b));
+  }
+  if (first >= size || (a < 0 && b == 0)) return std::nullopt;
+  return std::pair{first, last};
 }
 
 void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
                 const ServedFile& file) {
+  if (ctx.hooks->before_file(req, res, {FileDownload::Stage::body, file.repo_path, file.size}))
+    return;
   const httplib::Ranges ranges = http::take_ranges(req);
   const bool is_get = req.method == "GET";
   auto state = std::make_shared<BodyState>();
@@ -90,67 +88,55 @@ void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Respon
                             "object for " + file.repo_path + " is missing or damaged");
   }
   state->file_size = file.size;
-  state->faults = ctx.download_faults(file.repo_path, is_get);
-  if (!slow_faults_for_files(state->faults)) {
-    state->faults.stall.reset();
-    state->faults.trickle_bytes_per_second = 0;
-    state->faults.endless = false;
-  }
 
   if (!file.commit.empty()) res.set_header("X-Repo-Commit", file.commit);
   res.set_header("ETag", "\"" + file.etag + "\"");
   res.set_header("Accept-Ranges", "bytes");
 
-  std::uint64_t first = 0;
-  std::uint64_t length = file.size;
+  const auto range = byte_range(ranges, file.size);
+  if (!range) {
+    res.set_header("Content-Range", "bytes */" + std::to_string(file.size));
+    return http::send_error(
+        res, 416, "RangeNotSatisfiable",
+        "range not satisfiable for a " + std::to_string(file.size) + "-byte file");
+  }
+  const auto [first, last] = *range;
+  FileBody body{first, file.size == 0 ? 0 : last - first + 1, false, {}};
   res.status = 200;
-  if (ranges.size() == 1 &&
-      !state->faults.ignore_range) {  // several ranges: answer 200 with everything
-    const auto [a, b] = ranges.front();
-    std::uint64_t last = file.size == 0 ? 0 : file.size - 1;
-    if (a < 0) {  // suffix range: the last b bytes
-      first = b >= static_cast<ssize_t>(file.size) ? 0 : file.size - static_cast<std::uint64_t>(b);
-    } else {
-      first = static_cast<std::uint64_t>(a);
-      if (b >= 0) last = std::min<std::uint64_t>(last, static_cast<std::uint64_t>(b));
-    }
-    if (first >= file.size || (a < 0 && b == 0) || state->faults.refuse_ranges) {
-      res.set_header("Content-Range", "bytes */" + std::to_string(file.size));
-      return http::send_error(
-          res, 416, "RangeNotSatisfiable",
-          "range not satisfiable for a " + std::to_string(file.size) + "-byte file");
-    }
-    length = last - first + 1;
+  if (ranges.size() == 1) {
     res.status = 206;
     res.set_header("Content-Range", "bytes " + std::to_string(first) + "-" + std::to_string(last) +
                                         "/" + std::to_string(file.size));
   }
-  if (length == 0) {
+  if (body.length == 0) {
     res.set_content("", "application/octet-stream");
     return;
   }
-  state->start = first;
-  if (is_get && !state->faults.corrupt_one_byte) {
+  if (is_get) {
     void* map = ::mmap(nullptr, file.size, PROT_READ, MAP_SHARED, state->fd.get(), 0);
     if (map != MAP_FAILED) {
       state->map = static_cast<const char*>(map);
       state->map_size = file.size;
+    } else {
+      state->buffer.resize(std::min<std::uint64_t>(body.length, kChunk));
     }
   }
-  if (is_get && !state->map) state->buffer.resize(std::min<std::uint64_t>(length, kChunk));
-  if (is_get && state->faults.endless) {
+  body.write = [state, first = body.first](std::size_t offset, std::size_t length,
+                                           httplib::DataSink& sink) {
+    return write_body(*state, first, offset, length, sink);
+  };
+  if (is_get) ctx.hooks->shape_body({FileDownload::Stage::body, file.repo_path, file.size}, body);
+  if (body.chunked) {
     res.set_header("Transfer-Encoding", "chunked");
-    res.set_chunked_content_provider("application/octet-stream",
-                                     [&ctx, state](std::size_t offset, httplib::DataSink& sink) {
-                                       return provide(ctx, *state, offset, kChunk, sink);
-                                     });
+    res.set_chunked_content_provider(
+        "application/octet-stream",
+        [write = body.write](std::size_t offset, httplib::DataSink& sink) {
+          return write(offset, kChunk, sink);
+        });
     return;
   }
-  res.set_content_provider(
-      static_cast<std::size_t>(length), "application/octet-stream",
-      [&ctx, state](std::size_t offset, std::size_t len, httplib::DataSink& sink) {
-        return provide(ctx, *state, offset, len, sink);
-      });
+  res.set_content_provider(static_cast<std::size_t>(body.length), "application/octet-stream",
+                           body.write);
 }
 
 void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
@@ -170,11 +156,7 @@ void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response&
                                 " of " + target->repo.str());
   }
   const StoredFile& f = it->second;
-  if (auto to = ctx.download_faults(where->path, false).redirect_to; !to.empty()) {
-    res.status = 302;
-    res.set_header("Location", to + req.target);
-    return;
-  }
+  if (ctx.hooks->before_file(req, res, {FileDownload::Stage::resolve, where->path, f.size})) return;
   if (f.lfs) {
     res.status = 302;
     res.set_header("Location", ctx.base_url(req) + "/lfs-objects/" + f.sha256 +

@@ -1,5 +1,5 @@
-// HubServer lifecycle, request recording, the global 429/503 fault, the error fallback
-// and the /_kernelhub test endpoints. Repo routes live in api_routes.cpp/file_routes.cpp.
+// HubServer lifecycle, the hooks around routing and the error fallback. Repo routes live in
+// api_routes.cpp and file_routes.cpp.
 #include "kernelhub/hub/server/hub_server.hpp"
 
 #include <spdlog/spdlog.h>
@@ -7,65 +7,24 @@
 #include <thread>
 
 #include "kernelhub/http/guarded_server.hpp"
-#include "kernelhub/hub/server/fault_plan_json.hpp"
 #include "kernelhub/hub/server/server_context.hpp"
 #include "kernelhub/util/json_bounds.hpp"
 
 namespace kernelhub::hub::server {
 namespace {
 
-constexpr const char* kTestPrefix = "/_kernelhub/";
 constexpr std::size_t kWorkerThreads = 32;
-
-bool is_test_path(const std::string& path) { return path.rfind(kTestPrefix, 0) == 0; }
 
 // Plain HTTP goes through the gate (guarded_server.hpp); HTTPS (tests of TLS clients) is
 // httplib's own SSLServer, which the gate cannot front.
 std::unique_ptr<httplib::Server> make_server(const ServerOptions& options) {
   if (options.tls_cert.empty() && options.tls_key.empty()) {
     http::HttpListenerLimits limits;
-    limits.head.max_body_bytes = util::kRequestBodyJson.max_bytes;  // paths-info, fault plans
+    limits.head.max_body_bytes = util::kRequestBodyJson.max_bytes;  // paths-info and hooks' JSON
     limits.workers = kWorkerThreads;
     return std::make_unique<http::GuardedServer>(limits);
   }
   return std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
-}
-
-void send_failure(httplib::Response& res, const FaultPlan& plan) {
-  if (plan.fail_status == 429) {
-    const std::string t = std::to_string(plan.retry_after_seconds);
-    res.set_header("Retry-After", t);
-    res.set_header("RateLimit", "\"api\";r=0;t=" + t);
-    res.set_header("RateLimit-Policy", "\"fixed window\";\"api\";q=500;w=300");
-    return http::send_error(res, 429, "RateLimited", "rate limited (injected fault)");
-  }
-  if (plan.retry_after_seconds > 0)
-    res.set_header("Retry-After", std::to_string(plan.retry_after_seconds));
-  http::send_error(res, plan.fail_status, "InjectedFault",
-                   "injected failure " + std::to_string(plan.fail_status));
-}
-
-void register_test_routes(httplib::Server& server, ServerContext& ctx) {
-  server.Get("/_kernelhub/requests", [&ctx](const httplib::Request&, httplib::Response& res) {
-    std::lock_guard lock(ctx.mutex);
-    http::send_json(res, to_json(ctx.records));
-  });
-  server.Post("/_kernelhub/requests/reset",
-              [&ctx](const httplib::Request&, httplib::Response& res) {
-                std::lock_guard lock(ctx.mutex);
-                ctx.records.clear();
-                http::send_json(res, nlohmann::json::object());
-              });
-  server.Post("/_kernelhub/faults", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    auto body = util::parse_bounded_json(req.body, util::kRequestBodyJson);
-    if (!body)
-      return http::send_error(res, 400, "BadRequest", "bad fault plan: " + body.error().message);
-    auto plan = fault_plan_from_json(*body);
-    if (!plan) return http::send_error(res, 400, "BadRequest", plan.error().message);
-    std::lock_guard lock(ctx.mutex);
-    ctx.faults = *plan;
-    http::send_json(res, to_json(ctx.faults));
-  });
 }
 
 }  // namespace
@@ -95,33 +54,22 @@ struct HubServer::Impl {
     if (!guarded) {
       server.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
       server.set_keep_alive_max_count(10000);
-      // Request bodies (paths-info, fault plans) are small JSON or forms: refuse more (413).
+      // Request bodies (paths-info) are small JSON or forms: refuse more (413).
       server.set_payload_max_length(util::kRequestBodyJson.max_bytes);
       server.set_keep_alive_timeout(2);  // bounds how long stop() waits for idle keep-alive peers
     }
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (is_test_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
-      auto failure = ctx.take_failure(req.path);
-      if (!failure) {
-        return answer_repo_faults(ctx, req, res) ? httplib::Server::HandlerResponse::Handled
-                                                 : httplib::Server::HandlerResponse::Unhandled;
-      }
-      http::take_ranges(req);
-      send_failure(res, *failure);
-      return httplib::Server::HandlerResponse::Handled;
+      return ctx.hooks->before_route(req, res) ? httplib::Server::HandlerResponse::Handled
+                                               : httplib::Server::HandlerResponse::Unhandled;
     });
     http::register_error_handler(server);
-    // Runs before the status line is written, so a test that got its response sees the record.
+    // Runs before the status line is written: what a hook changes still goes out.
     server.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (is_test_path(req.path)) return;
-      apply_api_slow_faults(ctx, req, res);
-      std::lock_guard lock(ctx.mutex);
-      ctx.records.push_back(
-          {req.method, req.path, res.status, !req.get_header_value("Authorization").empty()});
+      ctx.hooks->after_route(req, res);
     });
+    ctx.hooks->add_routes(server);
     register_api_routes(server, ctx);
     register_file_routes(server, ctx);
-    if (ctx.options.test_endpoints) register_test_routes(server, ctx);
 
     if (guarded) {
       auto port = guarded->bind(ctx.options.bind_host, ctx.options.port);
@@ -180,6 +128,7 @@ Result<void> HubServer::run() {
 
 void HubServer::stop() {
   impl_->ctx.stopping = true;
+  impl_->ctx.hooks->stopping();
   if (impl_->guarded) {
     impl_->guarded->shutdown();
   } else {
@@ -194,41 +143,6 @@ int HubServer::port() const { return impl_->ctx.port; }
 
 std::string HubServer::endpoint() const {
   return impl_->ctx.scheme() + impl_->ctx.options.bind_host + ":" + std::to_string(impl_->ctx.port);
-}
-
-void HubServer::set_faults(const FaultPlan& plan) {
-  std::lock_guard lock(impl_->ctx.mutex);
-  impl_->ctx.faults = plan;
-}
-
-std::vector<RequestRecord> HubServer::requests() const {
-  std::lock_guard lock(impl_->ctx.mutex);
-  return impl_->ctx.records;
-}
-
-std::size_t HubServer::count(const std::string& method, const std::string& path_part) const {
-  std::lock_guard lock(impl_->ctx.mutex);
-  std::size_t n = 0;
-  for (const auto& r : impl_->ctx.records) {
-    if ((method.empty() || r.method == method) && r.path.find(path_part) != std::string::npos) ++n;
-  }
-  return n;
-}
-
-std::size_t HubServer::count_status(int status, const std::string& path_part) const {
-  std::lock_guard lock(impl_->ctx.mutex);
-  std::size_t n = 0;
-  for (const auto& r : impl_->ctx.records) {
-    if (r.status == status && r.path.find(path_part) != std::string::npos) ++n;
-  }
-  return n;
-}
-
-std::uint64_t HubServer::paced_bytes() const { return impl_->ctx.paced_bytes; }
-
-void HubServer::reset_requests() {
-  std::lock_guard lock(impl_->ctx.mutex);
-  impl_->ctx.records.clear();
 }
 
 }  // namespace kernelhub::hub::server

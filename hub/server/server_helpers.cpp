@@ -3,28 +3,6 @@
 
 namespace kernelhub::hub::server {
 
-std::optional<FaultPlan> ServerContext::take_failure(const std::string& path) {
-  std::lock_guard lock(mutex);
-  if (faults.fail_status == 0 || faults.fail_count <= 0) return std::nullopt;
-  if (!faults.fail_path_filter.empty() && path.find(faults.fail_path_filter) == std::string::npos)
-    return std::nullopt;
-  --faults.fail_count;
-  return faults;
-}
-
-FaultPlan ServerContext::download_faults(const std::string& repo_path, bool consume) {
-  std::lock_guard lock(mutex);
-  if (!faults.path_filter.empty() && repo_path.find(faults.path_filter) == std::string::npos)
-    return FaultPlan{};
-  FaultPlan applied = faults;
-  if (faults.reset_after_bytes && faults.reset_times > 0) {
-    if (consume) --faults.reset_times;
-  } else {
-    applied.reset_after_bytes.reset();
-  }
-  return applied;
-}
-
 std::string ServerContext::base_url(const httplib::Request& req) const {
   const std::string host = req.get_header_value("Host");
   const bool sane = !host.empty() && host.size() < 256 &&

@@ -35,7 +35,7 @@ HubEnvironment::HubEnvironment(HubEnvironmentOptions options) : cache_(dir_.path
   const std::string bin = KH_BIN_DIR;
   const auto port_file = dir_.path() / "port";
   server_ = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{bin + "/kernelhub", "serve", "--root", KH_FIXTURE_HUB, "--port", "0",
+      std::vector<std::string>{bin + "/kernelhub-test-hub", "--root", KH_FIXTURE_HUB, "--port", "0",
                                "--port-file", port_file.string(), "--test-endpoints"});
   std::string port = wait_for_file(port_file);
   while (!port.empty() && (port.back() == '\n' || port.back() == '\r')) port.pop_back();

@@ -18,6 +18,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR = Path(os.environ.get("KH_BIN_DIR", REPO_ROOT / "build" / "bin"))
 KERNELHUB = BIN_DIR / "kernelhub"
+TEST_HUB = BIN_DIR / "kernelhub-test-hub"
 HUB_ROOT = Path(os.environ.get("KH_FIXTURE_HUB", REPO_ROOT / "build" / "fixtures" / "hub"))
 FIXTURE_SRC = Path(os.environ.get("KH_FIXTURE_SRC", REPO_ROOT / "build" / "fixtures" / "src"))
 KERNEL = "relu"  # the fixture kernel's name (tests/fixtures/relu)
@@ -64,16 +65,17 @@ def files_under(root: Path) -> dict[str, bytes]:
 
 class HubServer:
     """`kernelhub serve --root ROOT --port 0 --port-file F` as a child process (ROOT: the
-    fixture store unless given)."""
+    fixture store unless given). test_endpoints: the test Hub (kernelhub-test-hub, the same
+    server with /_kernelhub/{requests,faults}) instead."""
 
-    def __init__(self, workdir: Path, root: Path = HUB_ROOT, extra_args: tuple = ()):
-        assert KERNELHUB.exists(), f"{KERNELHUB} is not built (scripts/build.sh)"
+    def __init__(self, workdir: Path, root: Path = HUB_ROOT, test_endpoints: bool = False):
+        server = [str(TEST_HUB), "--test-endpoints"] if test_endpoints else [str(KERNELHUB), "serve"]
+        assert Path(server[0]).exists(), f"{server[0]} is not built (scripts/build.sh)"
         assert root.is_dir(), f"hub store {root} is missing (scripts/build.sh)"
         port_file = workdir / "serve.port"
         self._log = open(workdir / "serve.log", "wb")
         self.proc = subprocess.Popen(
-            [str(KERNELHUB), "serve", "--root", str(root), "--port", "0",
-             "--port-file", str(port_file), *extra_args],
+            [*server, "--root", str(root), "--port", "0", "--port-file", str(port_file)],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while True:

@@ -99,7 +99,7 @@ class Daemon:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    hub = HubServer(tmp_path_factory.mktemp("serve"), extra_args=("--test-endpoints",))
+    hub = HubServer(tmp_path_factory.mktemp("serve"), test_endpoints=True)
     daemon = Daemon(tmp_path_factory.mktemp("daemon"), hub.endpoint)
     yield hub, daemon, tmp_path_factory
     daemon.stop()

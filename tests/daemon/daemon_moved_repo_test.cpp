@@ -26,7 +26,7 @@ void check_handed_out(const Reply& reply) {
 TEST_CASE("a renamed repo is fetched through the daemon and handed out under its new name",
           "[daemon][realism][rename]") {
   DaemonHarness h;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.renames = {{"kernels-community/old-name", "kernels-community/demo-fetch"}};
   h.fx.server->set_faults(plan);
   TestClient client(h.socket);
@@ -46,7 +46,7 @@ TEST_CASE(
     "[daemon][realism][rename][trust]") {
   DaemonHarness h;
   h.publish_sage();
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.renames = {{"kernels-community/moved", "SageAttention/demo-fetch"}};
   h.fx.server->set_faults(plan);
   TestClient client(h.socket);
@@ -88,7 +88,7 @@ TEST_CASE("a Hub error on version resolution is served from the daemon's cache a
   REQUIRE(client.call(fetch_request(kKernelRepo, 1)).frame.at("type") == "fetched");
 
   h.fx.server->reset_requests();
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.fail_status = 503;
   plan.fail_count = 1000;
   plan.fail_path_filter = "/refs";

@@ -88,7 +88,7 @@ TEST_CASE("a client that disconnects mid-fetch stops nothing for another waiter 
   expect_served(h);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const std::size_t fds_before = open_fd_count();
-  hub::server::FaultPlan stall;
+  testing::FaultPlan stall;
   stall.stall = std::chrono::milliseconds(600);
   stall.path_filter = "lfs-objects";
   h.fx.server->set_faults(stall);
@@ -163,7 +163,7 @@ TEST_CASE("a client still waiting when kernelhubd stops is answered shutting_dow
   // The .so's body stalls past the 5 s shutdown grace (and then comes, so the flight ends);
   // the stall timeout is longer than that.
   DaemonHarness h(std::nullopt, {{"HF_HUB_DOWNLOAD_TIMEOUT", "20"}});
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.stall = std::chrono::milliseconds(7000);
   plan.path_filter = kSoName;
   h.fx.server->set_faults(plan);

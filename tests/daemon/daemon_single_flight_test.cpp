@@ -25,7 +25,7 @@ TEST_CASE("v1 and v3 on one commit and its sha download each of its files once",
   REQUIRE(v3->commit == h.fx.commit);
 
   // The big file takes about 1.5 s: the three flights overlap.
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.trickle_bytes_per_second = 1u << 20;
   plan.path_filter = kSoName;
   h.fx.server->set_faults(plan);

@@ -21,7 +21,7 @@ TEST_CASE("clients waiting on a trickled flight all get timeout and the daemon s
   DaemonHarness h(std::nullopt, {{"KERNELHUB_MIN_BYTES_PER_SECOND", "64"},
                                  {"KERNELHUB_MIN_SPEED_WINDOW", "1"},
                                  {"KERNELHUB_API_DEADLINE", "2"}});
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.trickle_bytes_per_second = 1;
   plan.scope = "api";
   plan.path_filter = "/api/";
@@ -84,7 +84,7 @@ TEST_CASE("trickled files free their download slots within the floor's window", 
     h.publish(healthy, "v1", source);
   }
   // Both kernels with the fixture's .so trickle at 1 B/s; the healthy one has none.
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.trickle_bytes_per_second = 1;
   plan.path_filter = kSoName;
   h.fx.server->set_faults(plan);

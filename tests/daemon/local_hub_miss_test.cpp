@@ -78,7 +78,7 @@ TEST_CASE("a kept miss expires with its TTL, never past --resolve-ttl", "[daemon
 
 TEST_CASE("a transient upstream failure is never kept", "[daemon][http][miss]") {
   DaemonHarness h(std::nullopt, {}, std::chrono::seconds(60), "127.0.0.1:0");
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.fail_status = 503;
   plan.fail_count = 1000;
   plan.fail_path_filter = "/refs";

@@ -28,7 +28,7 @@ void publish_private(DaemonHarness& h) {
   std::filesystem::create_directories(source);
   std::ofstream(source / kSecretEntry) << "private\n";
   h.publish(kPrivateRepo, "main", source, "private");
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.anonymous_401 = true;
   plan.private_repos = {kPrivateRepo.str()};
   h.fx.server->set_faults(plan);
@@ -36,7 +36,7 @@ void publish_private(DaemonHarness& h) {
 
 // Upstream requests that are not one of the Hub calls for `repo` (API or resolve), or that
 // carry a dot segment: what a traversal makes the daemon ask.
-std::vector<std::string> outside_repo(const std::vector<hub::server::RequestRecord>& records,
+std::vector<std::string> outside_repo(const std::vector<testing::RequestRecord>& records,
                                       const trust::RepoId& repo) {
   std::vector<std::string> out;
   for (const auto& r : records) {

@@ -10,8 +10,8 @@
 
 #include "daemon/daemon_harness.hpp"
 #include "kernelhub/daemon/local_hub.hpp"
-#include "kernelhub/hub/server/hub_server.hpp"
 #include "kernelhub/trust/digest.hpp"
+#include "support/fault_hub/fault_hub.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;
@@ -123,7 +123,7 @@ TEST_CASE("the local Hub serves a kernel from the verified cache, one download f
     CHECK(missing->status == 404);
     CHECK(missing->get_header_value("X-Error-Code") == "EntryNotFound");
 
-    hub::server::FaultPlan corrupt;
+    testing::FaultPlan corrupt;
     corrupt.corrupt_one_byte = true;
     corrupt.path_filter = "README";
     h.fx.server->set_faults(corrupt);

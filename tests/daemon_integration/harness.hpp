@@ -140,7 +140,7 @@ std::size_t fd_count(pid_t pid);
 // VmRSS of a process in kB.
 std::size_t rss_kb(pid_t pid);
 
-// Changes the fault plan of a running `kernelhub serve --test-endpoints`.
+// Changes the fault plan of a running `kernelhub-test-hub --test-endpoints`.
 void set_hub_faults(const FixtureHub& hub, const nlohmann::json& plan);
 
 }  // namespace kernelhub::testing

@@ -13,9 +13,9 @@ namespace kernelhub::testing {
 
 FixtureHub::FixtureHub(const std::filesystem::path& root) {
   const auto port_file = dir_.path() / "port";
-  server_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
-      kKernelhub, "serve", "--root", root.string(), "--bind", "127.0.0.1:0", "--port-file",
-      port_file.string(), "--test-endpoints"});
+  server_ = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{kTestHub, "--root", root.string(), "--bind", "127.0.0.1:0",
+                               "--port-file", port_file.string(), "--test-endpoints"});
   port_ = std::stoi(wait_for_file(port_file));
   endpoint_ = "http://127.0.0.1:" + std::to_string(port_);
 }

@@ -12,6 +12,8 @@
 namespace kernelhub::testing {
 
 inline const std::string kKernelhub = std::string(KH_BIN_DIR) + "/kernelhub";
+// kernelhub serve with /_kernelhub/{requests,faults} (tests/support/fault_hub).
+inline const std::string kTestHub = std::string(KH_BIN_DIR) + "/kernelhub-test-hub";
 inline const std::string kVariant = KH_FIXTURE_VARIANT;
 
 class FixtureHub {

@@ -69,7 +69,7 @@ TEST_CASE("kernelhub download reports failures on one line with a per-class exit
         "no_matching_variant");
   check(download(fx, {"kernels-community/demo-fetch", "--version", "1"}, {{"HF_HUB_OFFLINE", "1"}}),
         6, "offline_not_cached");
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.corrupt_one_byte = true;
   plan.path_filter = kSoName;
   fx.server->set_faults(plan);
@@ -80,7 +80,7 @@ TEST_CASE("kernelhub download reports failures on one line with a per-class exit
 TEST_CASE("kernelhub download: an anonymous 401 is repo_not_found with the HF_TOKEN hint",
           "[realism][401]") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.anonymous_401 = true;
   fx.server->set_faults(plan);
   auto r = download(fx,
@@ -113,7 +113,7 @@ TEST_CASE("kernelhub download: a failing revision lookup serves the cache and sa
   auto warm = download(fx, args);
   REQUIRE(warm.exit_code == 0);
   CHECK(nlohmann::json::parse(warm.out)["cache_fallback"].is_null());
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.fail_status = 503;
   plan.fail_count = 1000;
   plan.fail_path_filter = "/revision/";
@@ -134,7 +134,7 @@ TEST_CASE("kernelhub download: a failing revision lookup serves the cache and sa
 TEST_CASE("kernelhub download: ~ and $VAR in HF_HOME and HF_TOKEN_PATH find the token and cache",
           "[realism][env]") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;  // the repo answers only with a token: proves the token was read
+  testing::FaultPlan plan;  // the repo answers only with a token: proves the token was read
   plan.anonymous_401 = true;
   plan.private_repos = {"kernels-community/demo-fetch"};
   fx.server->set_faults(plan);

@@ -45,7 +45,7 @@ void check_nothing_published(const FetchFixture& fx, const std::string& name = "
 
 TEST_CASE("a connection reset mid-body resumes with Range and yields the correct file") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.reset_after_bytes = 300 * 1024;
   plan.reset_times = 2;
   plan.path_filter = kSoName;
@@ -60,7 +60,7 @@ TEST_CASE("a connection reset mid-body resumes with Range and yields the correct
 
 TEST_CASE("a server that ignores Range after a reset still yields the correct file") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.reset_after_bytes = 300 * 1024;
   plan.ignore_range = true;
   plan.path_filter = kSoName;
@@ -75,7 +75,7 @@ TEST_CASE("a server that ignores Range after a reset still yields the correct fi
 
 TEST_CASE("a 416 on resume starts the file over, and says what it means when it stays") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.reset_after_bytes = 300 * 1024;  // the first body breaks; the resume is refused
   plan.reset_times = 1;
   plan.refuse_ranges = true;
@@ -105,7 +105,7 @@ TEST_CASE("a 416 on resume starts the file over, and says what it means when it 
 
 TEST_CASE("a corrupted byte fails with hash_mismatch and publishes nothing") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.corrupt_one_byte = true;
   plan.path_filter = kSoName;
   fx.server->set_faults(plan);
@@ -117,7 +117,7 @@ TEST_CASE("a corrupted byte fails with hash_mismatch and publishes nothing") {
 
 TEST_CASE("a few 503 or 429 answers are retried, a storm ends in a typed error") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   SECTION("503 then success") {
     plan.fail_status = 503;
     plan.fail_count = 3;
@@ -155,7 +155,7 @@ TEST_CASE("a few 503 or 429 answers are retried, a storm ends in a typed error")
 
 TEST_CASE("a stalled download fails with timeout within bounded time") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.stall = std::chrono::milliseconds(5000);
   plan.path_filter = kSoName;
   fx.server->set_faults(plan);
@@ -207,7 +207,7 @@ TEST_CASE("the downloader retries file GETs on 503 and maps a 429 storm to rate_
                           fx.commit + "/build/" + kCpuVariant + "/" + kSoName;
   const cache::ExpectedBlob expected{trust::sha256_hex(content), cache::DigestKind::sha256,
                                      content.size()};
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   SECTION("503 twice") {
     plan.fail_status = 503;
     plan.fail_count = 2;

@@ -64,7 +64,7 @@ FetchFixture::FetchFixture() : store(tmp.path() / "store"), cache_root(tmp.path(
   }
   hub::server::ServerOptions options;
   options.root = store;
-  server = std::make_unique<hub::server::HubServer>(options);
+  server = std::make_unique<testing::FaultHub>(options);
   REQUIRE(server->start());
 }
 

@@ -10,7 +10,7 @@
 
 #include "kernelhub/cache/kernel_cache.hpp"
 #include "kernelhub/hub/fetcher.hpp"
-#include "kernelhub/hub/server/hub_server.hpp"
+#include "support/fault_hub/fault_hub.hpp"
 #include "support/process.hpp"
 
 namespace kernelhub::testing {
@@ -34,7 +34,7 @@ struct FetchFixture {
   std::filesystem::path store;
   std::filesystem::path cache_root;
   std::string commit;  // head of main and v1
-  std::unique_ptr<hub::server::HubServer> server;
+  std::unique_ptr<testing::FaultHub> server;
 
   // HF_ENDPOINT = the server, 1 ms retry unit, short timeouts.
   util::Environment env() const;

@@ -17,7 +17,7 @@ namespace {
 // A HubServer over `store` whose tree and commit listings hold `page_size` entries a page,
 // and a HubApi pointed at it.
 struct PagedHub {
-  hub::server::HubServer server;
+  testing::FaultHub server;
   std::unique_ptr<hub::CurlHttpClient> http;
   std::unique_ptr<hub::HubApi> api_owner;
 

@@ -53,7 +53,7 @@ hub::FetchRequest main_revision() {
 TEST_CASE("a renamed repo's 307 is followed and the kernel downloads under its new name",
           "[hub][realism][rename]") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.renames = {{"kernels-community/old-name", "kernels-community/demo-fetch"}};
   fx.server->set_faults(plan);
   auto result = fx.fetch(request_for("kernels-community", "old-name"), fx.config());
@@ -72,7 +72,7 @@ TEST_CASE("a repo transferred to an untrusted org is refused before the new org 
           "[hub][realism][rename][trust]") {
   FetchFixture fx;
   publish_copy(fx, trust::RepoId{"SageAttention", "demo-fetch"});
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.renames = {{"kernels-community/moved", "SageAttention/demo-fetch"}};
   fx.server->set_faults(plan);
 
@@ -98,7 +98,7 @@ TEST_CASE("a repo transferred to an untrusted org is refused before the new org 
 TEST_CASE("a rename loop ends in a typed error after a bounded number of hops",
           "[hub][realism][rename]") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.renames = {{"kernels-community/ping", "kernels-community/pong"},
                   {"kernels-community/pong", "kernels-community/ping"}};
   fx.server->set_faults(plan);
@@ -113,7 +113,7 @@ TEST_CASE("a rename loop ends in a typed error after a bounded number of hops",
 TEST_CASE("a legacy model-type repo behind a rename is found through the model paths",
           "[hub][realism][rename]") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.renames = {{"kernels-community/legacy", "kernels-community/demo-fetch"}};
   plan.model_only_repos = {"kernels-community/demo-fetch"};
   fx.server->set_faults(plan);
@@ -185,7 +185,7 @@ TEST_CASE("API redirects: absolute same-origin ones are followed, another origin
 TEST_CASE("an anonymous 401 without X-Error-Code is repo_not_found after the legacy fallback",
           "[hub][realism][401]") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.anonymous_401 = true;
   fx.server->set_faults(plan);
   auto missing = fx.fetch(request_for("kernels-community", "no-such-kernel"), fx.config());
@@ -271,7 +271,7 @@ TEST_CASE("a Hub error on revision resolution serves a complete cached snapshot 
   for (const auto& c : cases) {
     INFO("HTTP " << c.status << " on " << c.path);
     fx.server->reset_requests();
-    hub::server::FaultPlan plan;
+    testing::FaultPlan plan;
     plan.fail_status = c.status;
     plan.fail_count = 1000;
     plan.retry_after_seconds = c.retry_after;
@@ -296,7 +296,7 @@ TEST_CASE("a Hub error on revision resolution serves a complete cached snapshot 
 TEST_CASE("a Hub error on revision resolution with nothing usable cached is a typed error",
           "[hub][realism][fallback]") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.fail_status = 503;
   plan.fail_count = 1000;
   plan.fail_path_filter = "/revision/";

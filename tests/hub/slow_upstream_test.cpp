@@ -8,9 +8,9 @@
 #include <chrono>
 
 #include "hub/fetch_fixture.hpp"
-#include "kernelhub/hub/server/fault_plan_json.hpp"
 #include "kernelhub/hub/transfer_watch.hpp"
 #include "kernelhub/trust/digest.hpp"
+#include "support/fault_hub/fault_hub.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;
@@ -157,7 +157,7 @@ TEST_CASE("defaults and variables of the slow-retrieval limits") {
 
 TEST_CASE("a 1 byte/s trickle on an API reply fails with timeout after the floor's window") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.trickle_bytes_per_second = 1;
   plan.scope = "api";
   plan.path_filter = "/api/";
@@ -177,7 +177,7 @@ TEST_CASE("a 1 byte/s trickle on an API reply fails with timeout after the floor
 
 TEST_CASE("a 1 byte/s trickle on a file body fails with timeout after the floor's window") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.trickle_bytes_per_second = 1;
   plan.path_filter = kSoName;
   fx.server->set_faults(plan);
@@ -197,7 +197,7 @@ TEST_CASE("a 1 byte/s trickle on a file body fails with timeout after the floor'
 
 TEST_CASE("an upstream that drops each connection after a few slow bytes cannot reset the floor") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.trickle_bytes_per_second = 16;  // a quarter of the floor
   plan.reset_after_bytes = 8;          // half a second per connection, then dropped
   plan.reset_times = 1000;
@@ -217,7 +217,7 @@ TEST_CASE("an upstream that drops each connection after a few slow bytes cannot 
 
 TEST_CASE("a steady link above the floor is never timed out") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.trickle_bytes_per_second = 2u << 20;  // 2 MiB/s against a 512 KiB/s floor
   plan.path_filter = kSoName;
   fx.server->set_faults(plan);
@@ -233,7 +233,7 @@ TEST_CASE("a steady link above the floor is never timed out") {
 
 TEST_CASE("an API reply that never ends fails with timeout at the API deadline") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.endless = true;
   plan.trickle_bytes_per_second = 8192;  // far above the floor: only the deadline can end it
   plan.scope = "api";
@@ -256,7 +256,7 @@ TEST_CASE("an API reply that never ends fails with timeout at the API deadline")
 
 TEST_CASE("a file body that never ends fails with a typed error within its bound") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.endless = true;
   plan.path_filter = kSoName;
   SECTION("at a pace the floor accepts: the file's deadline ends it (timeout)") {
@@ -285,7 +285,7 @@ TEST_CASE("a file body that never ends fails with a typed error within its bound
 
 TEST_CASE("a stall after the headers fails with timeout and names the stall variable") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.stall = milliseconds(5000);
   SECTION("on an API reply") {
     plan.scope = "api";
@@ -314,7 +314,7 @@ TEST_CASE("a stall after the headers fails with timeout and names the stall vari
 
 TEST_CASE("an hour's Retry-After is not waited for, and retry waits add up to a cap") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.fail_status = 429;
   plan.fail_count = 1000;
   SECTION("one wait over KERNELHUB_MAX_RETRY_WAIT fails at once with rate_limited") {
@@ -354,25 +354,25 @@ TEST_CASE("an hour's Retry-After is not waited for, and retry waits add up to a 
 }
 
 TEST_CASE("the slow-upstream knobs travel through the fault plan's JSON") {
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.trickle_bytes_per_second = 7;
   plan.endless = true;
   plan.scope = "api";
   plan.redirect_to = "http://127.0.0.1:1";
-  auto back = hub::server::fault_plan_from_json(hub::server::to_json(plan));
+  auto back = testing::fault_plan_from_json(testing::to_json(plan));
   REQUIRE(back);
   CHECK(back->trickle_bytes_per_second == 7);
   CHECK(back->endless);
   CHECK(back->scope == "api");
   CHECK(back->redirect_to == "http://127.0.0.1:1");
-  auto bad = hub::server::fault_plan_from_json({{"scope", "everything"}});
+  auto bad = testing::fault_plan_from_json({{"scope", "everything"}});
   REQUIRE_FALSE(bad);
   CHECK(bad.error().code == ErrorCode::invalid_argument);
 }
 
 TEST_CASE("metadata.json read in memory is a file: its timeouts name the download variables") {
   FetchFixture fx;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.path_filter = "metadata.json";
   SECTION("a stall: HF_HUB_DOWNLOAD_TIMEOUT") {
     plan.stall = milliseconds(5000);

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "hub/fetch_fixture.hpp"
-#include "kernelhub/hub/server/hub_server.hpp"
+#include "support/fault_hub/fault_hub.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::testing;
@@ -60,7 +60,7 @@ struct TlsHub {
     options.root = fx.store;
     options.tls_cert = pki.cert;
     options.tls_key = pki.key;
-    https = std::make_unique<hub::server::HubServer>(options);
+    https = std::make_unique<testing::FaultHub>(options);
     REQUIRE(https->start());
     REQUIRE(https->endpoint().rfind("https://127.0.0.1:", 0) == 0);
   }
@@ -75,7 +75,7 @@ struct TlsHub {
   }
   FetchFixture fx;
   TestPki pki;
-  std::unique_ptr<hub::server::HubServer> https;
+  std::unique_ptr<testing::FaultHub> https;
 };
 
 }  // namespace
@@ -139,7 +139,7 @@ TEST_CASE("the CA given through each variable makes the https download succeed")
 
 TEST_CASE("a redirect from https to plain http is refused") {
   TlsHub hub;
-  hub::server::FaultPlan plan;
+  testing::FaultPlan plan;
   plan.redirect_to = hub.fx.server->endpoint();  // the fixture's plain http server
   plan.path_filter = kSoName;
   hub.https->set_faults(plan);
@@ -156,11 +156,12 @@ TEST_CASE("a redirect from https to plain http is refused") {
   CHECK(hub.fx.server->requests().empty());  // the http server was never asked
 }
 
-TEST_CASE("kernelhub serve --tls-cert/--tls-key serves HTTPS, and --fault-trickle acts on /api/") {
+TEST_CASE(
+    "kernelhub-test-hub --tls-cert/--tls-key serves HTTPS, and --fault-trickle acts on /api/") {
   FetchFixture fx;
   TestPki pki(fx.tmp.path());
   const auto port_file = fx.tmp.path() / "port";
-  BackgroundProcess serve({std::string(KH_BIN_DIR) + "/kernelhub", "serve", "--root",
+  BackgroundProcess serve({std::string(KH_BIN_DIR) + "/kernelhub-test-hub", "--root",
                            fx.store.string(), "--port", "0", "--port-file", port_file.string(),
                            "--tls-cert", pki.cert.string(), "--tls-key", pki.key.string(),
                            "--fault-trickle", "1", "--fault-scope", "api", "--fault-path-filter",

@@ -83,7 +83,7 @@ class TwoHosts:
         """The fixture Hub on host A's link address, reachable from both hosts."""
         port_file = work / "hub-port"
         server = subprocess.Popen(
-            [ip_tool(), "netns", "exec", self.ns["a"], str(BIN_DIR / "kernelhub"), "serve",
+            [ip_tool(), "netns", "exec", self.ns["a"], str(BIN_DIR / "kernelhub-test-hub"),
              "--root", str(FIXTURE_HUB), "--bind", f"{ADDR['a']}:{HUB_PORT}", "--port-file",
              str(port_file), "--test-endpoints"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

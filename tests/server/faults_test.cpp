@@ -6,7 +6,7 @@
 #include "server/store_fixture.hpp"
 
 using namespace kernelhub;
-using kernelhub::hub::server::FaultPlan;
+using kernelhub::testing::FaultPlan;
 using kernelhub::testing::ServerFixture;
 
 namespace {

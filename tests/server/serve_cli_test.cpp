@@ -8,7 +8,8 @@ namespace fs = std::filesystem;
 
 namespace {
 const std::string kBin = std::string(KH_BIN_DIR) + "/kernelhub";
-}
+const std::string kTestHub = std::string(KH_BIN_DIR) + "/kernelhub-test-hub";
+}  // namespace
 
 TEST_CASE("kernelhub publish prints the commit and kernelhub serve serves it", "[server][cli]") {
   testing::TempDir tmp;
@@ -62,7 +63,20 @@ TEST_CASE("kernelhub publish exits non-zero with one line on a hostile tree", "[
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
-TEST_CASE("kernelhub serve's real-Hub fault flags: rename, anonymous 401, path-scoped status",
+TEST_CASE("kernelhub serve --help offers the store's options and no test knob", "[server][cli]") {
+  auto help = testing::run_command({kBin, "serve", "--help"});
+  REQUIRE(help.exit_code == 0);
+  for (const char* option : {"--root", "--bind", "--port", "--port-file", "--tls-cert", "--tls-key",
+                             "--trusted-publisher", "--tree-page-size"}) {
+    CHECK(help.out.find(option) != std::string::npos);
+  }
+  CHECK(help.out.find("fault") == std::string::npos);
+  CHECK(help.out.find("test-endpoints") == std::string::npos);
+  auto refused = testing::run_command({kBin, "serve", "--root", "/tmp", "--fault-corrupt"});
+  CHECK(refused.exit_code != 0);
+}
+
+TEST_CASE("kernelhub-test-hub's real-Hub fault flags: rename, anonymous 401, path-scoped status",
           "[server][cli]") {
   testing::TempDir tmp;
   testing::make_source_tree(tmp.path() / "src");
@@ -72,7 +86,7 @@ TEST_CASE("kernelhub serve's real-Hub fault flags: rename, anonymous 401, path-s
               .exit_code == 0);
   const auto port_file = tmp.path() / "port";
   testing::BackgroundProcess serve(
-      {kBin, "serve", "--root", store.string(), "--port", "0", "--port-file", port_file.string(),
+      {kTestHub, "--root", store.string(), "--port", "0", "--port-file", port_file.string(),
        "--fault-rename", "org-a/old=org-b/kern", "--fault-anonymous-401", "--fault-private-repo",
        "org-a/kern", "--fault-status", "503", "--fault-count", "1", "--fault-status-path-filter",
        "/revision/"});
@@ -96,7 +110,7 @@ TEST_CASE("kernelhub serve's real-Hub fault flags: rename, anonymous 401, path-s
   REQUIRE(revision);
   CHECK(revision->status == 503);
   CHECK(c.Get("/api/kernels/org-a/kern/revision/v1", token)->status == 200);
-  auto bad = testing::run_command(
-      {kBin, "serve", "--root", store.string(), "--fault-rename", "not-a-rename"});
+  auto bad =
+      testing::run_command({kTestHub, "--root", store.string(), "--fault-rename", "not-a-rename"});
   CHECK(bad.exit_code == 2);
 }

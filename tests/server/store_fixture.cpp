@@ -56,8 +56,7 @@ ServerFixture::ServerFixture(std::size_t page_size, bool test_endpoints) {
   hub::server::ServerOptions options;
   options.root = store;
   options.tree_page_size = page_size;
-  options.test_endpoints = test_endpoints;
-  server = std::make_unique<hub::server::HubServer>(options);
+  server = std::make_unique<testing::FaultHub>(options, test_endpoints);
   auto started = server->start();
   REQUIRE(started);
   REQUIRE(server->port() > 0);

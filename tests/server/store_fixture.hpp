@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "kernelhub/hub/server/hub_server.hpp"
 #include "kernelhub/hub/server/store_publisher.hpp"
+#include "support/fault_hub/fault_hub.hpp"
 #include "support/process.hpp"
 
 namespace kernelhub::testing {
@@ -33,7 +33,7 @@ struct StoreFixture {
 
 struct ServerFixture : StoreFixture {
   explicit ServerFixture(std::size_t page_size = 1000, bool test_endpoints = false);
-  std::unique_ptr<hub::server::HubServer> server;
+  std::unique_ptr<testing::FaultHub> server;
   httplib::Client client() const;
   std::string host() const;
 };

@@ -1,7 +1,7 @@
 """A site of GPU nodes behind one nginx site cache, in network namespaces: used by
 tests/site/test_site_cache.py and bench/site_bench.py.
 
-    hub ns    kernelhub serve --test-endpoints      10.201.1.1  --veth--  10.201.1.2  site ns
+    hub ns    kernelhub-test-hub --test-endpoints   10.201.1.1  --veth--  10.201.1.2  site ns
     site ns   nginx (deploy/nginx/run-site-cache.sh) 10.201.2.1 on a bridge
     node ns   kernelhubd + clients                  10.201.2.(10+i) on that bridge
 
@@ -201,13 +201,14 @@ class Topology:
 
 
 class Hub:
-    """`kernelhub serve --test-endpoints` of `root` in the hub namespace."""
+    """The test Hub (`kernelhub serve` with /_kernelhub/{requests,faults}: kernelhub-test-hub)
+    of `root` in the hub namespace."""
 
     def __init__(self, topo: Topology, bin_dir: Path, root: Path, work: Path, extra_args=()):
         self.topo = topo
         port_file = work / "hub.port"
         port_file.unlink(missing_ok=True)
-        self.proc = topo.popen(topo.hub, [str(bin_dir / "kernelhub"), "serve", "--root", str(root), "--bind",
+        self.proc = topo.popen(topo.hub, [str(bin_dir / "kernelhub-test-hub"), "--root", str(root), "--bind",
                                           f"{HUB_ADDR}:0", "--port-file", str(port_file), "--test-endpoints",
                                           *extra_args], work / "hub.log")
         deadline = time.monotonic() + 30

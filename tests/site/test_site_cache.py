@@ -1,6 +1,6 @@
 """The site cache (deploy/nginx) in front of the Hub, with GPU nodes behind it, each running its
 own kernelhubd: network namespaces built by site_topology.py (hub, site, 3 nodes; only the site
-reaches the Hub). The Hub is `kernelhub serve --test-endpoints` on the fixture store; its request
+reaches the Hub). The Hub is the test Hub (`kernelhub-test-hub --test-endpoints`) on the fixture store; its request
 log says what reached it. Needs root, iproute2 and nginx: without them this FAILS, it does not
 skip (scripts/setup.sh installs both). KH_KEEP_SITE_WORK=1 keeps the work dir (every process's
 log, the site's cache and access log) for a look after a failure.

@@ -5,11 +5,10 @@
 #include <httplib.h>
 
 #include <atomic>
-#include <mutex>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "kernelhub/http/http_replies.hpp"
 #include "kernelhub/hub/server/hub_server.hpp"
@@ -18,22 +17,16 @@
 namespace kernelhub::hub::server {
 
 struct ServerContext {
-  explicit ServerContext(ServerOptions opts) : options(std::move(opts)), store(options.root) {}
+  explicit ServerContext(ServerOptions opts)
+      : options(std::move(opts)),
+        store(options.root),
+        hooks(options.hooks ? options.hooks : std::make_shared<ServeHooks>()) {}
   ServerOptions options;
   LocalStore store;
+  std::shared_ptr<ServeHooks> hooks;  // never null: the defaults do nothing
   int port = 0;
   std::atomic<bool> stopping{false};
-  // Body bytes sent under a trickle or endless fault: tests prove the fault happened.
-  mutable std::atomic<std::uint64_t> paced_bytes{0};
 
-  mutable std::mutex mutex;  // guards faults and records
-  FaultPlan faults;
-  std::vector<RequestRecord> records;
-
-  // Takes one 429/503 from the plan if any are left and `path` matches fail_path_filter.
-  std::optional<FaultPlan> take_failure(const std::string& path = {});
-  // The download faults that apply to `repo_path`; consumes one reset when `consume`.
-  FaultPlan download_faults(const std::string& repo_path, bool consume);
   // "https://" when serving TLS, else "http://".
   std::string scheme() const {
     return options.tls_cert.empty() && options.tls_key.empty() ? "http://" : "https://";
@@ -59,23 +52,6 @@ struct RevisionAndPath {
 };
 Result<RevisionAndPath> split_revision(const LocalStore& store, const trust::RepoId& repo,
                                        const std::string& rest, bool need_path);
-
-// FaultPlan's renames, anonymous 401s and model-only repos (repo_faults.cpp); true when it
-// answered the request.
-bool answer_repo_faults(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
-
-// Slow-upstream knobs (slow_faults.cpp): trickle, endless and stall.
-// Whether the plan's slow knobs act on a file download / an /api/ reply at `path`.
-bool slow_faults_for_files(const FaultPlan& plan);
-bool slow_faults_for_api(const FaultPlan& plan, const std::string& request_path);
-// Sleeps `total` in short steps; false when the server is stopping.
-bool sleep_unless_stopping(const ServerContext& ctx, std::chrono::milliseconds total);
-// Bytes to send next under a trickle of `rate` bytes/s (at most `want`); sleeps for their
-// share of a second first. false when the server is stopping.
-bool trickle_step(const ServerContext& ctx, std::uint64_t rate, std::size_t& want);
-// Replaces a finished /api/ reply's body with one that stalls, trickles or never ends, as
-// the plan says (called from the post-routing handler, before anything is written).
-void apply_api_slow_faults(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 void register_api_routes(httplib::Server& server, ServerContext& ctx);
 void register_file_routes(httplib::Server& server, ServerContext& ctx);

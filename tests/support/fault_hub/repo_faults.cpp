@@ -1,9 +1,10 @@
 // FaultPlan's real-Hub behaviours on repo routes (API and resolve): a renamed or transferred
 // repo answers 307 with a relative Location, an anonymous request for a missing or private repo
 // answers a bare 401, and legacy repos exist only under the model type.
-#include "kernelhub/hub/server/server_context.hpp"
+#include "kernelhub/http/http_replies.hpp"
+#include "support/fault_hub/fault_hooks.hpp"
 
-namespace kernelhub::hub::server {
+namespace kernelhub::testing {
 namespace {
 
 // A repo route split around its repo id: prefix + "org/name" + suffix.
@@ -48,15 +49,9 @@ std::optional<RepoRoute> repo_route(const std::string& path) {
 
 }  // namespace
 
-bool answer_repo_faults(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  FaultPlan plan;
-  {
-    std::lock_guard lock(ctx.mutex);
-    if (ctx.faults.renames.empty() && !ctx.faults.anonymous_401 &&
-        ctx.faults.model_only_repos.empty())
-      return false;
-    plan = ctx.faults;
-  }
+bool FaultHooks::answer_repo_faults(const FaultPlan& plan, const httplib::Request& req,
+                                    httplib::Response& res) const {
+  if (plan.renames.empty() && !plan.anonymous_401 && plan.model_only_repos.empty()) return false;
   const auto route = repo_route(req.path);
   if (!route) return false;
   const std::string repo = route->repo.str();
@@ -73,7 +68,7 @@ bool answer_repo_faults(ServerContext& ctx, const httplib::Request& req, httplib
   }
 
   const bool model_only = route->kernel_type && plan.model_only_repos.count(repo) > 0;
-  const bool missing = model_only || !ctx.store.has_repo(route->repo);
+  const bool missing = model_only || !store_.has_repo(route->repo);
   const bool anonymous = req.get_header_value("Authorization").empty();
   if (plan.anonymous_401 && anonymous && (missing || plan.private_repos.count(repo) > 0)) {
     http::take_ranges(req);
@@ -90,4 +85,4 @@ bool answer_repo_faults(ServerContext& ctx, const httplib::Request& req, httplib
   return false;
 }
 
-}  // namespace kernelhub::hub::server
+}  // namespace kernelhub::testing

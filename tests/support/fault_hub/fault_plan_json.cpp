@@ -1,6 +1,6 @@
-#include "kernelhub/hub/server/fault_plan_json.hpp"
+#include "support/fault_hub/fault_hub.hpp"
 
-namespace kernelhub::hub::server {
+namespace kernelhub::testing {
 
 nlohmann::json to_json(const FaultPlan& plan) {
   nlohmann::json j;
@@ -76,4 +76,4 @@ nlohmann::json to_json(const std::vector<RequestRecord>& records) {
   return out;
 }
 
-}  // namespace kernelhub::hub::server
+}  // namespace kernelhub::testing
