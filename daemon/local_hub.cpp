@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "kernelhub/daemon/local_hub_routes.hpp"
+#include "kernelhub/daemon/cache_source.hpp"
 #include "kernelhub/http/guarded_server.hpp"
 #include "kernelhub/http/http_replies.hpp"
 #include "kernelhub/proto/prometheus.hpp"
@@ -56,13 +56,13 @@ struct LocalHub::Impl {
   Impl(LocalHubOptions o, FetchService& service, AtomicCounters& counters, StatusSource status)
       : options(std::move(o)),
         metadata(options.env, options.resolve_ttl, counters),
-        routes(RoutesContext{service, metadata, counters}),
+        source(service, metadata, counters),
         status(std::move(status)),
         counters(counters),
         server(options.limits) {}
   LocalHubOptions options;
   UpstreamMetadata metadata;
-  LocalHubRoutes routes;
+  CacheSource source;
   StatusSource status;
   AtomicCounters& counters;
   http::GuardedServer server;
@@ -85,7 +85,7 @@ Result<void> LocalHub::start() {
   d.server.Get("/metrics", [&d](const httplib::Request&, httplib::Response& res) {
     res.set_content(proto::render_prometheus(d.status()), proto::kPrometheusContentType);
   });
-  d.routes.register_on(d.server);
+  d.source.register_on(d.server);
   // The gate checks the address it bound, not the name it was given.
   auto port = d.server.bind(d.options.host, d.options.port, /*loopback_only=*/true);
   if (!port) return fail(port.error().code, "--http: " + port.error().message);

@@ -1,7 +1,7 @@
 // libFuzzer harness: kernelhubd's local Hub (--http) request handling. Raw bytes are one HTTP
-// request to the real routes (daemon/local_hub_routes.cpp) over a real FetchService and
-// upstream memo, whose upstream is `kernelhub serve` on loopback (in-process) with a small
-// published repo; the policy trusts kernels-community only. Properties: no crash, a
+// request to the real routes (the Hub-API route table over daemon/cache_source.cpp) over a real
+// FetchService and upstream memo, whose upstream is `kernelhub serve` on loopback (in-process) with
+// a small published repo; the policy trusts kernels-community only. Properties: no crash, a
 // well-formed status line, never a 500, and the upstream hears only of the repo the request
 // names (upstream_in_scope below, checked on the HubServer's request log after each input).
 #include <httplib.h>
@@ -23,10 +23,10 @@
 
 #include "fuzz_store.hpp"
 #include "http_stream.hpp"
+#include "kernelhub/daemon/cache_source.hpp"
 #include "kernelhub/daemon/counters.hpp"
 #include "kernelhub/daemon/fetch_service.hpp"
 #include "kernelhub/daemon/host_checks.hpp"
-#include "kernelhub/daemon/local_hub_routes.hpp"
 #include "kernelhub/daemon/upstream_metadata.hpp"
 #include "kernelhub/hub/server/hub_server.hpp"
 
@@ -59,7 +59,7 @@ struct World {
   daemon::AtomicCounters counters;
   std::unique_ptr<daemon::FetchService> service;
   std::unique_ptr<daemon::UpstreamMetadata> metadata;
-  std::unique_ptr<daemon::LocalHubRoutes> routes;
+  std::unique_ptr<daemon::CacheSource> source;
   fuzzing::StreamServer server;
   std::string asked;  // the decoded path of the request being served (pre-routing hook)
 };
@@ -143,14 +143,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
       cache, std::move(*root_fd), env, std::chrono::seconds(60), world->counters);
   world->metadata =
       std::make_unique<daemon::UpstreamMetadata>(env, std::chrono::seconds(60), world->counters);
-  world->routes = std::make_unique<daemon::LocalHubRoutes>(
-      daemon::RoutesContext{*world->service, *world->metadata, world->counters});
+  world->source =
+      std::make_unique<daemon::CacheSource>(*world->service, *world->metadata, world->counters);
   world->server.set_payload_max_length(std::size_t{64} * 1024);
   world->server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
     world->asked = req.path;
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  world->routes->register_on(world->server);
+  world->source->register_on(world->server);
   return 0;
 }
 

@@ -1,9 +1,9 @@
 // libFuzzer harness: `kernelhub serve`'s request handling. Raw bytes are one HTTP request to
-// the real cpp-httplib server with the real routes (api_routes.cpp, file_routes.cpp), driven
-// through httplib's Stream interface, no socket: request line and path decoding, query
-// strings, Range headers, paths-info bodies. The store behind it holds one small published
-// kernel repo, made once. Properties: no crash, a well-formed status line, and never a 500
-// (a store that is fine gives no internal error, whatever the request).
+// the real cpp-httplib server with the real routes (hub_routes.cpp over the store source,
+// file_routes.cpp), driven through httplib's Stream interface, no socket: request line and path
+// decoding, query strings, Range headers, paths-info bodies. The store behind it holds one small
+// published kernel repo, made once. Properties: no crash, a well-formed status line, and never a
+// 500 (a store that is fine gives no internal error, whatever the request).
 #include <httplib.h>
 
 #include <cstddef>
@@ -54,8 +54,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   auto& server = world->server;
   server.set_payload_max_length(1u << 20);
   register_error_handler(server);
-  register_api_routes(server, *world->ctx);
-  register_file_routes(server, *world->ctx);
+  register_store_routes(server, *world->ctx);
   return 0;
 }
 

@@ -1,7 +1,7 @@
-// File downloads: /resolve/ (HEAD and GET) for both repo types, and the LFS object URL
-// that LFS files redirect to. Bodies stream from the object file, mapped read-only (pread into
-// a buffer when mapping fails), through an httplib content provider in 1 MiB chunks. The
-// server's hooks (serve_hooks.hpp) see each download before it is answered.
+// The store's file downloads: /resolve/ (HEAD and GET, routed by hub_routes.cpp) and the LFS
+// object URL that LFS files redirect to. Bodies stream from the object file, mapped read-only
+// (pread into a buffer when mapping fails), through an httplib content provider in 1 MiB chunks.
+// The server's hooks (serve_hooks.hpp) see each download before it is answered.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -9,6 +9,7 @@
 #include "kernelhub/hub/server/server_context.hpp"
 #include "kernelhub/util/strings.hpp"
 #include "kernelhub/util/unique_fd.hpp"
+#include "store_source.hpp"
 
 namespace kernelhub::hub::server {
 namespace {
@@ -139,41 +140,6 @@ void serve_file(ServerContext& ctx, const httplib::Request& req, httplib::Respon
                            body.write);
 }
 
-void resolve(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
-             const std::string& type, const std::string& org, const std::string& name,
-             const std::string& rest) {
-  auto target = repo_target(res, type, org, name);
-  if (!target) return;
-  auto where = split_revision(ctx.store, target->repo, rest, true);
-  if (!where) return http::send_hub_error(res, where.error());
-  auto commit = ctx.store.read_commit(target->repo, where->commit);
-  if (!commit) return http::send_hub_error(res, commit.error());
-  const auto it = commit->files.find(where->path);
-  if (it == commit->files.end()) {
-    res.set_header("X-Repo-Commit", where->commit);  // clients record .no_exist/<commit>/<path>
-    return http::send_error(res, 404, "EntryNotFound",
-                            where->path + " does not exist at revision " + where->revision +
-                                " of " + target->repo.str());
-  }
-  const StoredFile& f = it->second;
-  if (ctx.hooks->before_file(req, res, {FileDownload::Stage::resolve, where->path, f.size})) return;
-  if (f.lfs) {
-    res.status = 302;
-    res.set_header("Location", ctx.base_url(req) + "/lfs-objects/" + f.sha256 +
-                                   "?repo=" + util::url_encode(target->repo.str(), true) +
-                                   "&path=" + util::url_encode(where->path, true) +
-                                   "&commit=" + where->commit);
-    res.set_header("X-Repo-Commit", where->commit);
-    res.set_header("X-Linked-Etag", "\"" + f.sha256 + "\"");
-    res.set_header("X-Linked-Size", std::to_string(f.size));
-    res.set_header("ETag", "\"" + lfs_pointer_oid(f) + "\"");
-    return;
-  }
-  serve_file(ctx, req, res,
-             {ctx.store.object_path(target->repo, f.sha256), f.size, f.git_oid, where->path,
-              where->commit});
-}
-
 void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const std::string sha256 = req.matches[1];
   auto repo = trust::RepoId::parse(req.get_param_value("repo"));
@@ -202,16 +168,37 @@ void lfs_object(ServerContext& ctx, const httplib::Request& req, httplib::Respon
 
 }  // namespace
 
-void register_file_routes(httplib::Server& server, ServerContext& ctx) {
-  // GET handlers also answer HEAD (httplib routes both to the GET table).
-  server.Get(R"(/kernels/([^/]+)/([^/]+)/resolve/(.+))",
-             [&ctx](const httplib::Request& req, httplib::Response& res) {
-               resolve(ctx, req, res, "kernels", req.matches[1], req.matches[2], req.matches[3]);
-             });
-  server.Get(R"(/([^/]+)/([^/]+)/resolve/(.+))",
-             [&ctx](const httplib::Request& req, httplib::Response& res) {
-               resolve(ctx, req, res, "models", req.matches[1], req.matches[2], req.matches[3]);
-             });
+void serve_store_file(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
+                      const RepoTarget& target, const Located& where) {
+  auto commit = ctx.store.read_commit(target.repo, where.commit);
+  if (!commit) return send_source_error(*ctx.source, req, res, commit.error());
+  const auto it = commit->files.find(where.path);
+  if (it == commit->files.end()) {
+    res.set_header("X-Repo-Commit", where.commit);  // clients record .no_exist/<commit>/<path>
+    return send_source_error(
+        *ctx.source, req, res,
+        {ErrorCode::entry_not_found, where.path + " does not exist at revision " + where.revision +
+                                         " of " + target.repo.str()});
+  }
+  const StoredFile& f = it->second;
+  if (ctx.hooks->before_file(req, res, {FileDownload::Stage::resolve, where.path, f.size})) return;
+  if (f.lfs) {
+    res.status = 302;
+    res.set_header("Location", ctx.base_url(req) + "/lfs-objects/" + f.sha256 +
+                                   "?repo=" + util::url_encode(target.repo.str(), true) + "&path=" +
+                                   util::url_encode(where.path, true) + "&commit=" + where.commit);
+    res.set_header("X-Repo-Commit", where.commit);
+    res.set_header("X-Linked-Etag", "\"" + f.sha256 + "\"");
+    res.set_header("X-Linked-Size", std::to_string(f.size));
+    res.set_header("ETag", "\"" + lfs_pointer_oid(f) + "\"");
+    return;
+  }
+  serve_file(
+      ctx, req, res,
+      {ctx.store.object_path(target.repo, f.sha256), f.size, f.git_oid, where.path, where.commit});
+}
+
+void register_lfs_route(httplib::Server& server, ServerContext& ctx) {
   server.Get(
       R"(/lfs-objects/([0-9a-f]{64}))",
       [&ctx](const httplib::Request& req, httplib::Response& res) { lfs_object(ctx, req, res); });

@@ -68,8 +68,7 @@ struct HubServer::Impl {
       ctx.hooks->after_route(req, res);
     });
     ctx.hooks->add_routes(server);
-    register_api_routes(server, ctx);
-    register_file_routes(server, ctx);
+    register_store_routes(server, ctx);
 
     if (guarded) {
       auto port = guarded->bind(ctx.options.bind_host, ctx.options.port);

@@ -43,9 +43,13 @@ bool is_lfs_file(std::string_view path, std::uint64_t size) {
          ends_with(path, ".safetensors");
 }
 
+std::string lfs_pointer_text(std::string_view sha256, std::uint64_t size) {
+  return "version https://git-lfs.github.com/spec/v1\noid sha256:" + std::string(sha256) +
+         "\nsize " + std::to_string(size) + "\n";
+}
+
 std::string lfs_pointer_text(const StoredFile& file) {
-  return "version https://git-lfs.github.com/spec/v1\noid sha256:" + file.sha256 + "\nsize " +
-         std::to_string(file.size) + "\n";
+  return lfs_pointer_text(file.sha256, file.size);
 }
 
 std::string lfs_pointer_oid(const StoredFile& file) {
@@ -88,25 +92,25 @@ Result<void> validate_ref_name(std::string_view name) {
   }
 }
 
-std::optional<TreeEntry> find_entry(const Commit& commit, std::string_view path) {
+std::optional<StoreEntry> find_entry(const Commit& commit, std::string_view path) {
   const std::string key(path);
   if (auto it = commit.files.find(key); it != commit.files.end())
-    return TreeEntry{key, it->second, {}};
+    return StoreEntry{key, it->second, {}};
   const std::string prefix = key + "/";
   auto it = commit.files.lower_bound(prefix);
   if (!key.empty() && it != commit.files.end() &&
       it->first.compare(0, prefix.size(), prefix) == 0) {
-    return TreeEntry{key, std::nullopt, directory_oid(commit, key)};
+    return StoreEntry{key, std::nullopt, directory_oid(commit, key)};
   }
   return std::nullopt;
 }
 
-Result<std::vector<TreeEntry>> list_tree(const Commit& commit, std::string_view prefix_in,
-                                         bool recursive) {
+Result<std::vector<StoreEntry>> list_tree(const Commit& commit, std::string_view prefix_in,
+                                          bool recursive) {
   std::string base(prefix_in);
   while (!base.empty() && base.back() == '/') base.pop_back();
   const std::string prefix = base.empty() ? "" : base + "/";
-  std::vector<TreeEntry> out;
+  std::vector<StoreEntry> out;
   std::set<std::string> dirs;
   bool any = false;
   for (auto it = commit.files.lower_bound(prefix); it != commit.files.end(); ++it) {
@@ -131,7 +135,7 @@ Result<std::vector<TreeEntry>> list_tree(const Commit& commit, std::string_view 
   }
   for (const auto& d : dirs) out.push_back({d, std::nullopt, directory_oid(commit, d)});
   std::sort(out.begin(), out.end(),
-            [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
+            [](const StoreEntry& a, const StoreEntry& b) { return a.path < b.path; });
   return out;
 }
 

@@ -199,3 +199,39 @@ TEST_CASE("the policy can trust a publisher for HTTP clients", "[daemon][http]")
   REQUIRE(refs);
   CHECK(refs->status == 200);
 }
+
+TEST_CASE("the local Hub and kernelhub serve answer from one route table", "[daemon][http]") {
+  DaemonHarness h(std::nullopt, {}, std::chrono::seconds(60), "127.0.0.1:0");
+  auto local = client_of(h);
+  httplib::Client store("127.0.0.1", h.fx.server->port());
+  const auto json_of = [](httplib::Client& client, const std::string& path) {
+    auto reply = client.Get(path);
+    REQUIRE(reply);
+    INFO(path << ": " << reply->body);
+    REQUIRE(reply->status == 200);
+    return nlohmann::json::parse(reply->body);
+  };
+  const std::string api = "/api/kernels/" + kKernelRepo.str();
+  // The same repo through both sources: the store itself, and kernelhubd's upstream memo of it.
+  for (const std::string& path :
+       {api + "/refs", api + "/tree/v1", api + "/tree/v1/build?recursive=true",
+        api + "/tree/main/build/" + kCpuVariant}) {
+    INFO(path);
+    CHECK(json_of(local, path) == json_of(store, path));
+  }
+  // Repo info: the same keys, less the store's commit times (kernelhubd keeps no history).
+  auto info = json_of(store, api + "/revision/v1");
+  info.erase("lastModified");
+  info.erase("createdAt");
+  CHECK(json_of(local, api + "/revision/v1") == info);
+  // Both refuse what they cannot answer the same way the Hub does.
+  for (auto* client : {&local, &store}) {
+    auto missing = client->Get(api + "/tree/v1/no-such-folder");
+    REQUIRE(missing);
+    CHECK(missing->status == 404);
+    CHECK(missing->get_header_value("X-Error-Code") == "EntryNotFound");
+    auto bad_cursor = client->Get(api + "/tree/v1?cursor=x");
+    REQUIRE(bad_cursor);
+    CHECK(bad_cursor->status == 400);
+  }
+}

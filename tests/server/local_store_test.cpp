@@ -109,7 +109,7 @@ TEST_CASE("list_tree lists children, recursive trees and refuses unknown folders
   testing::StoreFixture fx;
   auto commit = LocalStore(fx.store).read_commit(kTestRepo, fx.commit);
   REQUIRE(commit);
-  const auto paths = [](const std::vector<TreeEntry>& entries) {
+  const auto paths = [](const std::vector<StoreEntry>& entries) {
     std::vector<std::string> out;
     for (const auto& e : entries) out.push_back((e.file ? "f:" : "d:") + e.path);
     return out;

@@ -112,8 +112,8 @@ void FaultHooks::shape_body(const FileDownload& file, FileBody& body) {
   auto progress = std::make_shared<Progress>();
   body.chunked = plan.endless;
   body.write = [this, plan, progress, inner = std::move(body.write), first = body.first,
-                length = body.length, flip = file.size / 2](
-                   std::size_t offset, std::size_t want, httplib::DataSink& sink) {
+                length = body.length, flip = file.size / 2](std::size_t offset, std::size_t want,
+                                                            httplib::DataSink& sink) {
     if (plan.stall && !progress->stalled) {
       progress->stalled = true;
       if (!sleep_unless_stopping(*plan.stall)) return false;

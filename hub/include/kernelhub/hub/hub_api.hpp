@@ -16,6 +16,7 @@
 
 #include "kernelhub/hub/http.hpp"
 #include "kernelhub/hub/hub_config.hpp"
+#include "kernelhub/hub/listing.hpp"
 #include "kernelhub/trust/repo_id.hpp"
 #include "kernelhub/util/result.hpp"
 
@@ -27,29 +28,6 @@ enum class RepoKind { kernel, model };
 // {endpoint}/api/{kernels|models}/{repo}/refs, .../revision/{rev}, .../tree/{rev}[/{path}],
 // .../commits/{rev}, and the file URL {endpoint}{/kernels|}/{repo}/resolve/{rev}/{path}.
 enum class RepoRoute { refs, revision, tree, commits, resolve };
-
-struct GitRef {
-  std::string name;           // "v1", "main"
-  std::string ref;            // "refs/heads/v1"
-  std::string target_commit;  // 40 hex
-};
-
-struct RepoRefs {
-  std::vector<GitRef> branches;
-  std::vector<GitRef> tags;
-};
-
-struct TreeEntry {
-  std::string path;  // validated by trust::validate_repo_path
-  bool is_file = false;
-  std::string oid;  // git blob sha1 (files) or tree sha1 (folders)
-  std::uint64_t size = 0;
-  std::optional<std::string> lfs_sha256;  // LFS files: sha256 of the content
-
-  bool is_lfs() const { return lfs_sha256.has_value(); }
-  // The cache key: sha256 for LFS files, git blob sha1 otherwise.
-  const std::string& etag() const { return lfs_sha256 ? *lfs_sha256 : oid; }
-};
 
 class HubApi {
  public:

@@ -31,6 +31,7 @@ struct StoredFile {
 
 // The git-lfs pointer text git would hold for an LFS file, and that pointer's blob sha1
 // (the tree `oid` and resolve `ETag` of an LFS file on the Hub).
+std::string lfs_pointer_text(std::string_view sha256, std::uint64_t size);
 std::string lfs_pointer_text(const StoredFile& file);
 std::string lfs_pointer_oid(const StoredFile& file);
 // The id the Hub uses as cache etag: sha256 for LFS files, git blob sha1 otherwise.
@@ -62,7 +63,7 @@ enum class RefKind { branch, tag };
 // no "..", at most 200 bytes.
 Result<void> validate_ref_name(std::string_view name);
 
-struct TreeEntry {
+struct StoreEntry {
   std::string path;
   std::optional<StoredFile> file;  // empty for a directory
   std::string directory_oid;       // set for directories
@@ -71,10 +72,10 @@ struct TreeEntry {
 // Entries under `prefix` ("" = repo root), sorted by path. Not recursive: direct children
 // only; recursive: every file and directory below. entry_not_found when `prefix` is not a
 // directory of the commit.
-Result<std::vector<TreeEntry>> list_tree(const Commit& commit, std::string_view prefix,
-                                         bool recursive);
+Result<std::vector<StoreEntry>> list_tree(const Commit& commit, std::string_view prefix,
+                                          bool recursive);
 // One file or directory of a commit, if present.
-std::optional<TreeEntry> find_entry(const Commit& commit, std::string_view path);
+std::optional<StoreEntry> find_entry(const Commit& commit, std::string_view path);
 
 class LocalStore {
  public:

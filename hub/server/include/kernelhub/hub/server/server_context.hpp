@@ -1,29 +1,32 @@
-// Private to kh_hub_server: state shared by the HubServer core and its route handlers,
-// plus the small response helpers every route uses.
+// State shared by the HubServer core, its store source and the store's file routes, and how
+// to register those routes on a server (HubServer does; the serve fuzzer drives them without
+// a socket).
 #pragma once
 
 #include <httplib.h>
 
 #include <atomic>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "kernelhub/http/http_replies.hpp"
 #include "kernelhub/hub/server/hub_server.hpp"
 #include "kernelhub/hub/server/local_store.hpp"
+#include "kernelhub/hub/server/repository_source.hpp"
 
 namespace kernelhub::hub::server {
 
 struct ServerContext {
-  explicit ServerContext(ServerOptions opts)
-      : options(std::move(opts)),
-        store(options.root),
-        hooks(options.hooks ? options.hooks : std::make_shared<ServeHooks>()) {}
+  explicit ServerContext(ServerOptions opts);
+  ~ServerContext();
+  ServerContext(const ServerContext&) = delete;
+  ServerContext& operator=(const ServerContext&) = delete;
+
   ServerOptions options;
   LocalStore store;
-  std::shared_ptr<ServeHooks> hooks;  // never null: the defaults do nothing
+  std::shared_ptr<ServeHooks> hooks;         // never null: the defaults do nothing
+  std::unique_ptr<RepositorySource> source;  // the store, as the Hub-API routes see it
   int port = 0;
   std::atomic<bool> stopping{false};
 
@@ -35,25 +38,12 @@ struct ServerContext {
   std::string base_url(const httplib::Request& req) const;
 };
 
-// A repo route's target: "kernels" or "models", and the repo id.
-struct RepoTarget {
-  std::string type;
-  trust::RepoId repo;
-};
-std::optional<RepoTarget> repo_target(httplib::Response& res, const std::string& type,
-                                      const std::string& org, const std::string& name);
-
 // Splits "<rev>/<path>" where rev itself may contain '/': the longest prefix that
 // resolves wins. need_path: the path part must be non-empty (resolve URLs).
-struct RevisionAndPath {
-  std::string revision;
-  std::string commit;
-  std::string path;
-};
-Result<RevisionAndPath> split_revision(const LocalStore& store, const trust::RepoId& repo,
-                                       const std::string& rest, bool need_path);
+Result<Located> split_revision(const LocalStore& store, const trust::RepoId& repo,
+                               const std::string& rest, bool need_path);
 
-void register_api_routes(httplib::Server& server, ServerContext& ctx);
-void register_file_routes(httplib::Server& server, ServerContext& ctx);
+// The Hub API over the store (repository_source.hpp) and the LFS object URL of its files.
+void register_store_routes(httplib::Server& server, ServerContext& ctx);
 
 }  // namespace kernelhub::hub::server
