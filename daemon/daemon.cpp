@@ -1,11 +1,13 @@
-// Daemon: start-up checks, the accept loop (one thread per connection, bounded), signals on
-// a dedicated thread, sd_notify, and the graceful stop.
+// Daemon: start-up checks, the accept loop (one thread per connection, bounded), signals
+// through a signalfd in the loop's poll set, sd_notify, and the graceful stop. Each part is a
+// step a test can take: start(), step(), finish().
 #include "kernelhub/daemon/daemon.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -98,6 +100,12 @@ struct Daemon::Impl {
   std::mutex uid_mutex;
   std::unordered_map<uid_t, std::size_t> per_uid;  // open connections of each uid but 0
   std::chrono::steady_clock::time_point last_refusal_log;
+  // Set by start(): the listening socket (activated: handed over by systemd), the signals
+  // (handle_signals), and the status last told to systemd.
+  std::optional<UniqueFd> listener;
+  bool activated = false;
+  UniqueFd signals;
+  DaemonCounters last_status;
 
   // The limits in force: flags over the policy's [daemon] keys over the defaults.
   void apply_limits(const trust::AdminPolicy& policy) {
@@ -206,6 +214,18 @@ struct Daemon::Impl {
     connections.push_back(std::move(conn));
   }
 
+  // Waits (in short sleeps: connection threads signal nothing else) until every connection
+  // is done or `deadline` passes; true when all are done.
+  bool wait_connections(std::chrono::steady_clock::time_point deadline) const {
+    const auto all_done = [this] {
+      return std::all_of(connections.begin(), connections.end(),
+                         [](const auto& c) { return c->done.load(); });
+    };
+    while (!all_done() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return all_done();
+  }
+
   void wake() const {
     const char byte = 1;
     (void)!::write(wake_write.get(), &byte, 1);
@@ -256,23 +276,27 @@ Result<void> Daemon::reload_policy() {
   return ok();
 }
 
-Result<void> Daemon::run() {
+Result<void> Daemon::start() {
   Impl& d = *impl_;
   const auto& o = d.options;
+  if (d.listener) return fail(ErrorCode::internal, "kernelhubd already started");
   if (!d.wake_read) return fail(ErrorCode::io, "cannot create the wake-up pipe");
-  sigset_t signals;
-  sigemptyset(&signals);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, sig);
-  // Blocked before any thread starts, so only the signal thread ever takes them.
-  if (o.handle_signals) ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (o.handle_signals) {
+    // Blocked before any thread starts, so they reach only the signalfd that step() polls.
+    sigset_t signals;
+    sigemptyset(&signals);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, sig);
+    ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    d.signals.reset(::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!d.signals)
+      return fail(ErrorCode::io, "cannot create a signalfd: " + util::errno_text(errno));
+  }
 
   auto root_fd = open_cache_root(o.cache_dir);
   if (!root_fd) return fail(root_fd.error());
   trust::AdminPolicy policy;
   if (o.policy_file) {
-    auto loaded = hub::load_checked_policy(*o.policy_file);
-    if (!loaded) return fail(loaded.error());
-    policy = std::move(*loaded);
+    KH_TRY_ASSIGN(policy, hub::load_checked_policy(*o.policy_file));
   }
   // One daemon per cache: the holder of this lock may sweep every temp at start-up.
   cache::KernelCache cache(o.cache_dir);
@@ -298,75 +322,83 @@ Result<void> Daemon::run() {
                         std::chrono::steady_clock::now(), d.stopping, d.bounds});
 
   if (!o.http_listen.empty()) {
-    auto http = parse_http_listen(o.http_listen);
-    if (!http) return fail(http.error());
-    http->resolve_ttl = o.resolve_ttl;
-    http->env = o.env;
-    http->limits = o.http_limits;
-    d.local_hub = std::make_unique<LocalHub>(std::move(*http), *d.service, d.counters,
+    KH_TRY_ASSIGN(auto http, parse_http_listen(o.http_listen));
+    http.resolve_ttl = o.resolve_ttl;
+    http.env = o.env;
+    http.limits = o.http_limits;
+    d.local_hub = std::make_unique<LocalHub>(std::move(http), *d.service, d.counters,
                                              [&d] { return status_reply(*d.context, 0); });
     KH_TRY(d.local_hub->start());
     d.http_port.store(d.local_hub->port());
   }
 
-  bool activated = false;
-  auto listener = open_listener(o.socket_path, o.use_socket_activation, activated);
-  if (!listener) return fail(listener.error());
+  KH_TRY_ASSIGN(auto listener, open_listener(o.socket_path, o.use_socket_activation, d.activated));
+  d.listener = std::move(listener);
   spdlog::info("kernelhubd listening on {} (cache {})",
-               activated ? "the socket from systemd" : o.socket_path.string(),
+               d.activated ? "the socket from systemd" : o.socket_path.string(),
                o.cache_dir.string());
   d.ready.store(true);
-  ::sd_notify(0, ("READY=1\n" + status_line(d.counters.snapshot())).c_str());
+  d.last_status = d.counters.snapshot();
+  ::sd_notify(0, ("READY=1\n" + status_line(d.last_status)).c_str());
+  return ok();
+}
 
-  std::thread signal_thread;
-  if (o.handle_signals) {
-    signal_thread = std::thread([this, signals] {
-      const timespec tick{0, 200'000'000};
-      while (!impl_->stopping.load()) {
-        const int sig = ::sigtimedwait(&signals, nullptr, &tick);
-        if (sig == SIGHUP) {
-          (void)reload_policy();
-        } else if (sig == SIGTERM || sig == SIGINT) {
-          spdlog::info("signal {}: stopping", sig);
-          request_stop();
-        }
-      }
-    });
+bool Daemon::step(std::chrono::milliseconds timeout) {
+  Impl& d = *impl_;
+  if (!d.listener || d.stopping.load()) return false;
+  pollfd fds[3] = {{d.listener->get(), POLLIN, 0},
+                   {d.wake_read.get(), POLLIN, 0},
+                   {d.signals ? d.signals.get() : -1, POLLIN, 0}};
+  const int n = ::poll(fds, 3, static_cast<int>(timeout.count()));
+  d.reap(false);
+  if (const auto now = d.counters.snapshot();
+      !(now.requests == d.last_status.requests &&
+        now.active_connections == d.last_status.active_connections &&
+        now.errors == d.last_status.errors)) {
+    ::sd_notify(0, status_line(now).c_str());
+    d.last_status = now;
   }
-
-  DaemonCounters last_status = d.counters.snapshot();
-  while (!d.stopping.load()) {
-    pollfd fds[2] = {{listener->get(), POLLIN, 0}, {d.wake_read.get(), POLLIN, 0}};
-    const int n = ::poll(fds, 2, 1000);
-    d.reap(false);
-    if (const auto now = d.counters.snapshot();
-        !(now.requests == last_status.requests &&
-          now.active_connections == last_status.active_connections &&
-          now.errors == last_status.errors)) {
-      ::sd_notify(0, status_line(now).c_str());
-      last_status = now;
-    }
-    if (n <= 0 || (fds[0].revents & POLLIN) == 0) continue;
-    UniqueFd client(::accept4(listener->get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!client) {
-      if (const int err = errno; err == EMFILE || err == ENFILE) {
-        if (const auto now = std::chrono::steady_clock::now();
-            now - d.last_refusal_log >= kRefusalLogInterval) {
-          spdlog::warn("cannot accept connections: {}", util::errno_text(err));
-          d.last_refusal_log = now;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (n > 0 && (fds[2].revents & POLLIN) != 0) take_signals();
+  if (n <= 0 || (fds[0].revents & POLLIN) == 0 || d.stopping.load()) return !d.stopping.load();
+  UniqueFd client(::accept4(d.listener->get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!client) {
+    if (const int err = errno; err == EMFILE || err == ENFILE) {
+      if (const auto now = std::chrono::steady_clock::now();
+          now - d.last_refusal_log >= kRefusalLogInterval) {
+        spdlog::warn("cannot accept connections: {}", util::errno_text(err));
+        d.last_refusal_log = now;
       }
-      continue;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // until a descriptor frees
     }
-    d.admit(std::move(client));
+    return true;
   }
+  d.admit(std::move(client));
+  return true;
+}
 
+void Daemon::take_signals() {
+  signalfd_siginfo info{};
+  while (::read(impl_->signals.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    const auto sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGHUP) {
+      (void)reload_policy();
+    } else if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::info("signal {}: stopping", sig);
+      request_stop();
+    }
+  }
+}
+
+Daemon::Finish Daemon::finish() {
+  Impl& d = *impl_;
+  const auto& o = d.options;
+  if (!d.listener) return Finish::clean;
   // Stop: no new connections; idle ones see end of stream, busy ones finish their request.
+  d.stopping.store(true);
   ::sd_notify(0, "STOPPING=1\nSTATUS=stopping");
-  listener->reset();
+  d.listener.reset();
   if (d.local_hub) d.local_hub->stop();  // lets requests in progress finish
-  if (!activated) ::unlink(o.socket_path.c_str());
+  if (!d.activated) ::unlink(o.socket_path.c_str());
   for (auto& conn : d.connections) {
     std::lock_guard lock(conn->mutex);
     if (conn->fd) ::shutdown(conn->fd.get(), SHUT_RD);
@@ -374,36 +406,35 @@ Result<void> Daemon::run() {
   const auto deadline = std::chrono::steady_clock::now() + o.shutdown_grace;
   d.service->stop_queued();  // downloads still waiting for a slot never start
   const bool downloads_done = d.service->wait_downloads(deadline);
-  bool connections_done = false;
-  while (!(connections_done = std::all_of(d.connections.begin(), d.connections.end(),
-                                          [](const auto& c) { return c->done.load(); })) &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const bool connections_done = d.wait_connections(deadline);
+  if (downloads_done && connections_done) {
+    d.reap(true);
+    spdlog::info("kernelhubd stopped");
+    return Finish::clean;
   }
-  if (signal_thread.joinable()) signal_thread.join();
-  if (!downloads_done || !connections_done) {
-    spdlog::error(
-        "in-flight work did not finish within {} s; exiting without it "
-        "(nothing half-published; partial downloads are swept at the next start)",
-        o.shutdown_grace.count());
-    // The clients still waiting hear why, before their connections close (a moment for
-    // their threads to send it).
-    d.service->abandon_waiters();
-    const auto told = std::chrono::steady_clock::now() + kTellWaitersTime;
-    while (!std::all_of(d.connections.begin(), d.connections.end(), [](const auto& c) {
-      return c->done.load();
-    }) && std::chrono::steady_clock::now() < told) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    if (o.handle_signals) std::_Exit(0);  // we own the process: abandon the stuck threads
-    for (auto& conn : d.connections) {
-      std::lock_guard lock(conn->mutex);
-      if (conn->fd) ::shutdown(conn->fd.get(), SHUT_RDWR);
-    }
+  spdlog::error(
+      "in-flight work did not finish within {} s; exiting without it "
+      "(nothing half-published; partial downloads are swept at the next start)",
+      o.shutdown_grace.count());
+  // The clients still waiting hear why, before their connections close (a moment for their
+  // threads to send it).
+  d.service->abandon_waiters();
+  d.wait_connections(std::chrono::steady_clock::now() + kTellWaitersTime);
+  if (o.handle_signals) return Finish::abandoned;  // the process owner exits without them
+  for (auto& conn : d.connections) {
+    std::lock_guard lock(conn->mutex);
+    if (conn->fd) ::shutdown(conn->fd.get(), SHUT_RDWR);
   }
   d.reap(true);
   spdlog::info("kernelhubd stopped");
-  return ok();
+  return Finish::clean;
+}
+
+Result<Daemon::Finish> Daemon::run() {
+  KH_TRY(start());
+  while (step(std::chrono::seconds(1))) {
+  }
+  return finish();
 }
 
 }  // namespace kernelhub::daemon

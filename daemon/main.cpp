@@ -94,5 +94,7 @@ int main(int argc, char** argv) {
     spdlog::error("{}: {}", kernelhub::to_string(result.error().code), result.error().message);
     return 1;
   }
+  // Work stuck past the grace: we own the process, so exit without its threads.
+  if (*result == Daemon::Finish::abandoned) std::_Exit(0);
   return 0;
 }

@@ -101,18 +101,18 @@ void overview(const Table& t, const httplib::Request& req, httplib::Response& re
   auto trusted = t.source.trusted_publisher(org);
   if (!trusted) return t.error(req, res, trusted.error());
   http::send_json(
-      res, {{"name", org}, {"fullname", org}, {"type", "org"}, {"trustedKernelPublisher", *trusted}});
+      res,
+      {{"name", org}, {"fullname", org}, {"type", "org"}, {"trustedKernelPublisher", *trusted}});
 }
 
 void repo_info(const Table& t, const httplib::Request& req, httplib::Response& res,
                const RepoTarget& target, const std::string& revision) {
   auto where = whole_revision(t, target.repo, revision);
   if (!where) return t.error(req, res, where.error());
-  json info = {{"_id", target.repo.str()}, {"id", target.repo.str()},
-               {"author", target.repo.org}, {"sha", where->commit},
-               {"private", false},          {"gated", false},
-               {"disabled", false},         {"downloads", 0},
-               {"likes", 0},                {"tags", json::array()}};
+  json info = {{"_id", target.repo.str()}, {"id", target.repo.str()}, {"author", target.repo.org},
+               {"sha", where->commit},     {"private", false},        {"gated", false},
+               {"disabled", false},        {"downloads", 0},          {"likes", 0},
+               {"tags", json::array()}};
   auto summary = t.source.commit(target.repo, where->commit);
   if (!summary) return t.error(req, res, summary.error());
   if (*summary) {
@@ -175,8 +175,8 @@ void tree(const Table& t, const httplib::Request& req, httplib::Response& res,
   for (std::size_t i = begin; i < end; ++i) out.push_back(entry_json((*entries)[i]));
   if (end < entries->size()) {
     // Next pages are addressed by commit sha, so a branch moving mid-listing cannot mix trees.
-    std::string next = t.base(req) + "/api/" + target.type + "/" + target.repo.str() + "/tree/" +
-                       where->commit;
+    std::string next =
+        t.base(req) + "/api/" + target.type + "/" + target.repo.str() + "/tree/" + where->commit;
     if (!where->path.empty()) next += "/" + util::url_encode(where->path, false);
     next += std::string("?recursive=") + (recursive ? "true" : "false") +
             "&expand=" + (expand ? "true" : "false") + "&cursor=" + std::to_string(end);
@@ -207,9 +207,9 @@ void commits(const Table& t, const httplib::Request& req, httplib::Response& res
     auto commit = t.source.commit(target.repo, *next);
     if (!commit) return t.error(req, res, commit.error());
     if (!*commit) {
-      return t.error(req, res,
-                     {ErrorCode::invalid_request, "this Hub keeps no commit history of " +
-                                                      target.repo.str()});
+      return t.error(
+          req, res,
+          {ErrorCode::invalid_request, "this Hub keeps no commit history of " + target.repo.str()});
     }
     const CommitSummary& c = **commit;
     if (index >= begin) {
@@ -239,7 +239,8 @@ Result<std::vector<std::string>> requested_paths(const httplib::Request& req) {
     return paths;
   }
   auto body = util::parse_bounded_json(req.body, util::kRequestBodyJson);
-  if (!body) return fail(ErrorCode::invalid_request, "bad paths-info body: " + body.error().message);
+  if (!body)
+    return fail(ErrorCode::invalid_request, "bad paths-info body: " + body.error().message);
   try {
     for (const auto& p : body->at("paths")) paths.push_back(p.get<std::string>());
   } catch (const json::exception& e) {

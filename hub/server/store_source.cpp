@@ -43,8 +43,8 @@ Result<RepoRefs> StoreSource::refs(const trust::RepoId& repo) {
 }
 
 Result<std::vector<TreeEntry>> StoreSource::tree(const trust::RepoId& repo,
-                                                 const std::string& commit,
-                                                 const std::string& path, bool recursive) {
+                                                 const std::string& commit, const std::string& path,
+                                                 bool recursive) {
   KH_TRY_ASSIGN(auto stored, ctx_.store.read_commit(repo, commit));
   KH_TRY_ASSIGN(auto entries, list_tree(stored, path, recursive));
   std::vector<TreeEntry> out;

@@ -31,17 +31,15 @@ DaemonHarness::DaemonHarness(std::optional<std::string> policy_toml,
     options.policy_file = policy_file;
   }
   daemon = std::make_unique<daemon::Daemon>(std::move(options));
+  // Started here, so the daemon is listening when the constructor returns; its accept loop
+  // then steps on its own thread until the destructor asks it to stop.
+  auto started = daemon->start();
+  if (!started) FAIL("daemon did not start: " << started.error().message);
   thread_ = std::thread([this] {
-    auto result = daemon->run();
-    if (!result) run_error_ = result.error().message;
+    while (daemon->step(std::chrono::seconds(1))) {
+    }
+    if (daemon->finish() != daemon::Daemon::Finish::clean) run_error_ = "work abandoned at stop";
   });
-  for (int i = 0; i < 500 && !daemon->ready(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (!daemon->ready()) {
-    daemon->request_stop();
-    thread_.join();
-    FAIL("daemon not ready after 5 s: " << run_error_.value_or("(run() still running)"));
-  }
 }
 
 DaemonHarness::~DaemonHarness() {

@@ -41,7 +41,7 @@ struct DaemonOptions {
   std::chrono::seconds resolve_ttl{60};     // version/revision -> commit memo lifetime
   std::chrono::seconds shutdown_grace{10};  // SIGTERM: in-flight work gets this long
   bool use_socket_activation = true;        // take fd 3 when sd_listen_fds(0) == 1
-  bool handle_signals = false;              // run(): SIGTERM/SIGINT stop, SIGHUP reload
+  bool handle_signals = false;              // step(): SIGTERM/SIGINT stop, SIGHUP reload
   util::Environment env;                    // HF_ENDPOINT, HF_TOKEN, HF_HUB_* for the Hub
   // --http HOST:PORT (loopback): the local Hub for Python clients and /metrics; off when empty.
   std::string http_listen;
@@ -59,10 +59,21 @@ class Daemon {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  // Checks the cache root, loads the policy, listens, serves until request_stop(); then
-  // stops accepting and lets in-flight work finish up to shutdown_grace. Blocks.
-  Result<void> run();
-  // Thread-safe and async-signal-unsafe: call from a normal thread (the signal thread does).
+  // How a stop ended: clean, or with in-flight work abandoned past shutdown_grace (with
+  // handle_signals the connection threads are left running: the process owner exits).
+  enum class Finish { clean, abandoned };
+
+  // Checks the cache root, loads the policy, starts the local Hub and listens (READY=1).
+  Result<void> start();
+  // One turn of the accept loop, on one thread: waits up to `timeout` for a client, a signal
+  // (handle_signals: SIGTERM/SIGINT stop, SIGHUP reloads) or a stop request, and serves what
+  // came. false once a stop was requested.
+  bool step(std::chrono::milliseconds timeout);
+  // Stops accepting and lets in-flight work finish, up to shutdown_grace.
+  Finish finish();
+  // start(), step() until request_stop(), finish(). Blocks.
+  Result<Finish> run();
+  // Thread-safe and async-signal-unsafe: call from a normal thread (step() does on SIGTERM).
   void request_stop();
   // Re-reads policy_file; on error the old policy stays in force (SIGHUP).
   Result<void> reload_policy();
@@ -73,6 +84,7 @@ class Daemon {
   int http_port() const;
 
  private:
+  void take_signals();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
