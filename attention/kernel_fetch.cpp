@@ -89,24 +89,25 @@ loader::KernelSource to_source(client::FetchedKernel&& fetched) {
   return source;
 }
 
+// spec.repo at spec.version, or at the locked commit and variant hashes.
+Result<fetch::Request> hub_request(const HubKernelSpec& spec, const trust::RepoId& repo,
+                                   const std::optional<trust::LockEntry>& locked) {
+  if (locked) return fetch::Request::locked(repo, locked->commit, {locked->variant_hashes});
+  KH_TRY_ASSIGN(auto ref, fetch::Ref::version(spec.version));
+  return fetch::Request(repo, std::move(ref));
+}
+
 }  // namespace
 
 std::shared_ptr<const loader::LoadedKernel> fetch_hub_kernel(
     const HubKernelSpec& spec, const trust::RepoId& repo,
     const std::optional<trust::LockEntry>& locked, const std::string& context) {
-  hub::FetchRequest request;
-  request.repo = repo;
-  request.version = spec.version;
-  request.platform = fetch_platform(loader::current_runtime());
-  if (locked) {
-    request.version.reset();
-    request.revision = locked->commit;
-    request.from_lock = true;
-    request.locked_variant_hashes = locked->variant_hashes;
-  }
+  auto request = hub_request(spec, repo, locked);
+  if (!request) raise_kernel_error(request.error(), context, hub_fix(spec, request.error().code));
+  request->platform = fetch_platform(loader::current_runtime());
 
   std::lock_guard lock(g_fetch_mutex);  // the shared client carries one request at a time
-  auto fetched = shared_client().fetch(request);
+  auto fetched = shared_client().fetch(*request);
   if (!fetched) raise_kernel_error(fetched.error(), context, hub_fix(spec, fetched.error().code));
   // [signatures] warn mode: served, and the app's user is told on stderr.
   for (const auto& warning : fetched->signature_warnings) {

@@ -53,10 +53,14 @@ int main(int argc, char** argv) {
   options.socket = socket;
   options.require_daemon = true;
   options.pipelined_handshake = true;  // what a one-shot fetch uses
-  kernelhub::hub::FetchRequest request;
-  request.repo = *repo;
-  request.version = version;
-  request.variant = variant;
+  auto ref = kernelhub::fetch::Ref::version(version);
+  auto choice = kernelhub::fetch::VariantChoice::named(variant);
+  if (!ref || !choice) {
+    std::cerr << "bad version or variant\n";
+    return 2;
+  }
+  kernelhub::fetch::Request request(*repo, *ref);
+  request.variants = *choice;
 
   std::vector<std::vector<double>> latencies(static_cast<std::size_t>(clients));
   std::atomic<std::uint64_t> errors{0};

@@ -39,7 +39,7 @@ struct ImportArgs {
 
 // A request and the refs its commit satisfies in the bundle ("v1", a branch or tag name).
 struct Planned {
-  hub::FetchRequest request;
+  fetch::Request request;
   std::vector<std::string> refs;
 };
 
@@ -56,7 +56,8 @@ Result<std::vector<Planned>> plan(const CreateArgs& args) {
       } else if (dependency && !hub::is_commit_sha(dependency->revision())) {
         refs.push_back(dependency->revision());
       }
-      out.push_back({make_locked_request(args.fetch, entry), std::move(refs)});
+      KH_TRY_ASSIGN(auto request, make_locked_request(args.fetch, entry));
+      out.push_back({std::move(request), std::move(refs)});
     }
     return out;
   }
@@ -67,10 +68,9 @@ Result<std::vector<Planned>> plan(const CreateArgs& args) {
     auto request = make_request(args.fetch, repo);
     if (!request) return fail(request.error());
     std::vector<std::string> refs;
-    if (request->version) refs.push_back("v" + std::to_string(*request->version));
-    if (request->revision && !hub::is_commit_sha(*request->revision)) {
-      refs.push_back(*request->revision);
-    }
+    // The ref the bundle names besides the commit: vN, or a branch or tag.
+    if (request->ref.is_version() || !hub::is_commit_sha(request->ref.ref_name()))
+      refs.push_back(request->ref.ref_name());
     out.push_back({std::move(*request), std::move(refs)});
   }
   return out;

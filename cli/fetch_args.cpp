@@ -29,27 +29,21 @@ void add_fetch_options(CLI::App& cmd, FetchArgs& args, CLI::Option* repos) {
 
 namespace {
 // The variant and platform flags every request takes as given.
-void apply_variant_options(const FetchArgs& args, hub::FetchRequest& request) {
-  request.variant = args.variant;
-  request.all_variants = args.all_variants;
+Result<void> apply_variant_options(const FetchArgs& args, fetch::Request& request) {
+  KH_TRY_ASSIGN(request.variants, fetch::VariantChoice::one_of(args.variant, args.all_variants));
   request.platform.torch_version = args.torch_version;
   request.platform.backend = args.backend;
+  return ok();
 }
 }  // namespace
 
-Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string& repo_text) {
-  if (args.version.has_value() == args.revision.has_value()) {
-    return fail(ErrorCode::invalid_argument, "give exactly one of --version or --revision");
-  }
-  if (args.version && *args.version < 0)
-    return fail(ErrorCode::invalid_argument, "--version must be >= 0");
+Result<fetch::Request> make_request(const FetchArgs& args, const std::string& repo_text) {
+  KH_TRY_ASSIGN(auto ref,
+                fetch::Ref::one_of(args.version, args.revision, "--version or --revision"));
   auto repo = trust::RepoId::parse(repo_text);
   if (!repo) return fail(ErrorCode::invalid_argument, repo.error().message);
-  hub::FetchRequest request;
-  request.repo = *repo;
-  request.version = args.version;
-  request.revision = args.revision;
-  apply_variant_options(args, request);
+  fetch::Request request(std::move(*repo), std::move(ref));
+  KH_TRY(apply_variant_options(args, request));
   return request;
 }
 
@@ -62,26 +56,26 @@ Result<trust::Lockfile> read_args_lockfile(const FetchArgs& args) {
   return lock;
 }
 
-hub::FetchRequest make_locked_request(const FetchArgs& args, const trust::LockEntry& entry) {
-  hub::FetchRequest request;
-  request.repo = entry.repo;
-  request.revision = entry.commit;
-  apply_variant_options(args, request);
-  request.from_lock = true;
-  request.locked_variant_hashes = entry.variant_hashes;
+Result<fetch::Request> make_locked_request(const FetchArgs& args, const trust::LockEntry& entry) {
+  KH_TRY_ASSIGN(auto request,
+                fetch::Request::locked(entry.repo, entry.commit, {entry.variant_hashes}));
+  KH_TRY(apply_variant_options(args, request));
   return request;
 }
 
 int fetch_locked(const FetchArgs& args, bool prefetch) {
   auto lock = read_args_lockfile(args);
   if (!lock) return report(lock.error());
-  std::vector<hub::FetchRequest> requests;
-  for (const auto& entry : lock->entries) requests.push_back(make_locked_request(args, entry));
+  std::vector<fetch::Request> requests;
+  for (const auto& entry : lock->entries) {
+    auto request = make_locked_request(args, entry);
+    if (!request) return report(request.error());
+    requests.push_back(std::move(*request));
+  }
   return fetch_each(args, requests, prefetch);
 }
 
-int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requests,
-               bool prefetch) {
+int fetch_each(const FetchArgs& args, const std::vector<fetch::Request>& requests, bool prefetch) {
   auto client = open_client(args.client);
   if (!client) return report(client.error());
   int exit_code = 0;

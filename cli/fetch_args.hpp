@@ -37,20 +37,19 @@ struct FetchArgs {
 // replaces.
 void add_fetch_options(CLI::App& cmd, FetchArgs& args, CLI::Option* repos);
 
-Result<hub::FetchRequest> make_request(const FetchArgs& args, const std::string& repo);
+Result<fetch::Request> make_request(const FetchArgs& args, const std::string& repo);
 // --lockfile, parsed; a lock without entries is malformed_lockfile.
 Result<trust::Lockfile> read_args_lockfile(const FetchArgs& args);
 // The request for one lockfile entry: its repo at its locked commit (legacy entries with
 // their variant hashes), the variant flags as given.
-hub::FetchRequest make_locked_request(const FetchArgs& args, const trust::LockEntry& entry);
+Result<fetch::Request> make_locked_request(const FetchArgs& args, const trust::LockEntry& entry);
 
 // Every entry of --lockfile, through fetch_each.
 int fetch_locked(const FetchArgs& args, bool prefetch);
 
 // Fetches (or prefetches) each request in turn through one client, printing paths or one
 // JSON array; every request is tried, the exit code is the first failure's.
-int fetch_each(const FetchArgs& args, const std::vector<hub::FetchRequest>& requests,
-               bool prefetch);
+int fetch_each(const FetchArgs& args, const std::vector<fetch::Request>& requests, bool prefetch);
 
 // {"repo","commit","variants","variant"?,"path","snapshot","from_cache","via_daemon",
 // "cache_fallback" (null, or the Hub error that made a fetch serve the cache),"files"}

@@ -21,7 +21,7 @@ int run_prefetch(const PrefetchArgs& args) {
   if (args.repos.empty()) {
     return report(Error{ErrorCode::invalid_argument, "name kernels to prefetch, or --lockfile"});
   }
-  std::vector<hub::FetchRequest> requests;
+  std::vector<fetch::Request> requests;
   for (const auto& repo : args.repos) {
     auto request = make_request(args.fetch, repo);
     if (!request) return report(request.error());

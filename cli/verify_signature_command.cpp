@@ -52,7 +52,7 @@ int run_verify_signature(const VerifySignatureArgs& args) {
   bool all_hold = true;
   for (const auto& receipt : fetched->signatures) {
     const std::string where = fetched->repo.str() + " build/" + receipt.variant;
-    auto verdict = hub::decide_signature(judge, fetched->repo, receipt, request->version);
+    auto verdict = hub::decide_signature(judge, fetched->repo, receipt, fetched->signed_version);
     if (!verdict) {
       all_hold = false;
       std::cout << "\u274c " << util::printable(verdict.error().message) << "\n";

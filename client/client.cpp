@@ -59,8 +59,8 @@ namespace {
 
 // The platform is detected here, in the process that will run the kernel, once, for both
 // modes: a daemon selects for what it is sent, so both modes select the same variant.
-Result<hub::FetchRequest> with_platform(hub::FetchRequest request, const util::Environment& env) {
-  if (request.variant || request.all_variants || request.target_platform) return request;
+Result<fetch::Request> with_platform(fetch::Request request, const util::Environment& env) {
+  if (!request.variants.is_best() || request.target_platform) return request;
   auto platform = variant::detect_platform(env, request.platform);
   if (!platform) return fail(platform.error());
   request.target_platform = std::move(*platform);
@@ -69,8 +69,7 @@ Result<hub::FetchRequest> with_platform(hub::FetchRequest request, const util::E
 
 }  // namespace
 
-Result<FetchedKernel> Client::fetch(const hub::FetchRequest& request,
-                                    hub::ProgressCallback progress) {
+Result<FetchedKernel> Client::fetch(const fetch::Request& request, hub::ProgressCallback progress) {
   auto full = with_platform(request, impl_->env);
   if (!full) return fail(full.error());
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
@@ -79,7 +78,7 @@ Result<FetchedKernel> Client::fetch(const hub::FetchRequest& request,
   return std::get<EmbeddedBackend>(impl_->backend).fetch(*full, progress, /*hand_out=*/true);
 }
 
-Result<FetchedKernel> Client::prefetch(const hub::FetchRequest& request,
+Result<FetchedKernel> Client::prefetch(const fetch::Request& request,
                                        hub::ProgressCallback progress) {
   auto full = with_platform(request, impl_->env);
   if (!full) return fail(full.error());

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernelhub/cache/handout.hpp"
+#include "kernelhub/proto/fetch_wire.hpp"
 #include "kernelhub_version.hpp"  // kClientName
 
 namespace kernelhub::client {
@@ -27,31 +28,6 @@ std::map<std::string, std::string> trust_env(const util::Environment& env) {
     out[name] = env.get(name).value_or("");
   }
   return out;
-}
-
-proto::FetchRequest fetch_message(const hub::FetchRequest& request, const util::Environment& env,
-                                  bool hand_out) {
-  proto::FetchRequest m;
-  m.prefetch = !hand_out;
-  m.repo = request.repo.str();
-  if (request.version) m.version = static_cast<std::uint64_t>(*request.version);
-  m.revision = request.revision;
-  m.variant = request.variant;
-  m.all_variants = request.all_variants;
-  // The client's own platform (Client detects it), so the daemon selects for this process.
-  if (const auto& p = request.target_platform) {
-    m.torch_version = std::to_string(p->torch_major) + "." + std::to_string(p->torch_minor);
-    m.backend = p->backend;
-    m.cxx11_abi = p->cxx11_abi;
-    m.arch = p->arch;
-    m.os = p->os;
-  } else {
-    m.torch_version = request.platform.torch_version;
-    m.backend = request.platform.backend;
-  }
-  m.env = trust_env(env);
-  if (request.from_lock) m.locked = request.locked_variant_hashes;
-  return m;
 }
 
 hub::FetchProgress progress_from(const proto::Progress& m) {
@@ -250,11 +226,12 @@ Result<nlohmann::json> DaemonConnection::import_bundle(int fd, const util::Envir
   return std::move((*reply)["repos"]);
 }
 
-Result<FetchedKernel> DaemonConnection::fetch(const hub::FetchRequest& request,
+Result<FetchedKernel> DaemonConnection::fetch(const fetch::Request& request,
                                               const util::Environment& env,
                                               const hub::ProgressCallback& progress,
                                               bool hand_out) {
-  auto reply = exchange(proto::to_json(fetch_message(request, env, hand_out)), progress);
+  auto reply =
+      exchange(proto::to_json(proto::to_wire(request, 0, !hand_out, trust_env(env))), progress);
   if (!reply) return fail(reply.error());
   auto* fetched = std::get_if<proto::Fetched>(&reply->message);
   if (!fetched) {

@@ -31,7 +31,7 @@ class DaemonConnection {
   const std::filesystem::path& socket() const { return socket_; }
 
   // fetch (hand_out) or prefetch; `env` supplies the client's trust-relevant variables.
-  Result<FetchedKernel> fetch(const hub::FetchRequest& request, const util::Environment& env,
+  Result<FetchedKernel> fetch(const fetch::Request& request, const util::Environment& env,
                               const hub::ProgressCallback& progress, bool hand_out);
   // status/ls/verify/gc: the typed reply, as JSON without type/id.
   // The bundle open on `fd` travels with the request; the reply's repos.

@@ -60,7 +60,7 @@ Result<trust::AdminPolicy> EmbeddedBackend::load_policy() const {
   return hub::load_checked_policy(*policy_file_);
 }
 
-Result<FetchedKernel> EmbeddedBackend::fetch(const hub::FetchRequest& request,
+Result<FetchedKernel> EmbeddedBackend::fetch(const fetch::Request& request,
                                              const hub::ProgressCallback& progress, bool hand_out) {
   auto policy = load_policy();
   if (!policy) return fail(policy.error());

@@ -19,8 +19,8 @@ class EmbeddedBackend {
   EmbeddedBackend(const util::Environment& env, const ClientOptions& options);
 
   const cache::KernelCache& cache() const { return cache_; }
-  Result<FetchedKernel> fetch(const hub::FetchRequest& request,
-                              const hub::ProgressCallback& progress, bool hand_out);
+  Result<FetchedKernel> fetch(const fetch::Request& request, const hub::ProgressCallback& progress,
+                              bool hand_out);
   Result<nlohmann::json> status() const;
   Result<nlohmann::json> ls() const;
   Result<nlohmann::json> verify(const std::optional<trust::RepoId>& repo) const;

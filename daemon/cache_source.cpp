@@ -44,6 +44,20 @@ void head_only(httplib::Response& res, std::uint64_t size) {
 
 }  // namespace
 
+// One variant of a commit through the fetch service, as an HTTP client's (the admin policy's
+// trust alone, no opt-in), with descriptors to serve from.
+Result<HandOut> CacheSource::fetch_variant(const trust::RepoId& repo, const std::string& commit,
+                                           const std::string& variant,
+                                           const std::string& remote_addr) {
+  KH_TRY_ASSIGN(auto ref, fetch::Ref::revision(commit));
+  fetch::Request request(repo, std::move(ref));
+  KH_TRY_ASSIGN(request.variants, fetch::VariantChoice::named(variant));
+  ClientContext client;
+  client.name = "http " + remote_addr;
+  client.with_fds = true;
+  return service_.fetch(request, client);
+}
+
 void CacheSource::register_on(httplib::Server& server) {
   hub::server::register_hub_routes(server, *this, {});
   http::register_error_handler(server);
@@ -121,11 +135,7 @@ void CacheSource::serve_file(const httplib::Request& req, httplib::Response& res
   if (req.method == "HEAD") return head_only(res, entry->size);
 
   if (const auto variant = variant_of(where.path)) {
-    proto::FetchRequest request;
-    request.repo = target.repo.str();
-    request.revision = where.commit;
-    request.variant = *variant;
-    auto out = service_.fetch(request, /*with_fds=*/true, {}, "http " + req.remote_addr);
+    auto out = fetch_variant(target.repo, where.commit, *variant, req.remote_addr);
     if (!out) return reply_error(out.error());
     for (const auto& file : out->reply.files) {
       if (file.path != entry->path || !file.fd) continue;

@@ -1,5 +1,7 @@
 #include "connection.hpp"
 
+#include "kernelhub/proto/fetch_wire.hpp"
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -63,9 +65,19 @@ class Session {
         reply(proto::to_json(event));
       };
     }
-    auto out = ctx_.service.fetch(
-        request, fds_, sink,
-        "uid " + std::to_string(peer_.uid) + " (pid " + std::to_string(peer_.pid) + ")");
+    ClientContext client;
+    client.name = "uid " + std::to_string(peer_.uid) + " (pid " + std::to_string(peer_.pid) + ")";
+    auto wanted = proto::from_wire(request);
+    if (!wanted) {
+      log_unserved(proto::describe_wire(request), client.name, wanted.error());
+      return error(wanted.error(), request.id);
+    }
+    client.trust = client_trust(request.env);
+    client.offline = env_true(request.env, "HF_HUB_OFFLINE");
+    client.with_fds = fds_ && !request.prefetch;
+    client.id = request.id;
+    client.progress = std::move(sink);
+    auto out = ctx_.service.fetch(*wanted, client);
     if (!out) return error(out.error(), request.id);
     std::vector<int> raw(out->fds.size());
     std::transform(out->fds.begin(), out->fds.end(), raw.begin(),

@@ -30,65 +30,17 @@ struct FetchService::Flight {
   bool finished = false;  // its thread is about to exit (guarded by flights_mutex_)
 };
 
-namespace {
+namespace {}  // namespace
 
-std::string resolve_key_of(const trust::RepoId& repo, const proto::FetchRequest& r) {
-  return repo.str() + '\n' +
-         (r.version ? "v" + std::to_string(*r.version) : "r:" + r.revision.value_or(""));
-}
-
-// The platform to select a variant for: the client's, as it sent it. Clients from before the
-// platform fields sent only what the user typed (--torch-version/--backend); arch and OS are
-// then this host's (a unix socket never crosses kernels) and the cxx11 ABI torch's Linux
-// default. Without a torch version and a backend there is nothing to select for: the daemon
-// never falls back to its own torch.
-Result<std::optional<variant::Platform>> client_platform(const proto::FetchRequest& r) {
-  if (r.variant || r.all_variants) return std::optional<variant::Platform>{};
-  if (!r.torch_version || !r.backend) {
-    return fail(ErrorCode::invalid_request,
-                "the request does not say which torch and backend the client runs (a client "
-                "older than this kernelhubd?): upgrade it, or pass --torch-version and --backend "
-                "(or --variant); kernelhubd never selects for its own torch");
+void log_unserved(std::string_view asked, std::string_view client, const Error& error) {
+  // A policy decision is what an operator filters for (warning).
+  if (kind_of(error.code) == ErrorKind::refusal) {
+    spdlog::warn("refused {} for {}: {}: {}", asked, client, to_string(error.code), error.message);
+  } else {
+    spdlog::info("could not serve {} to {}: {}: {}", asked, client, to_string(error.code),
+                 error.message);
   }
-  const variant::PlatformOverrides given{r.torch_version, r.backend};
-  auto platform = variant::detect_platform(util::Environment{}, given);  // parses, reads nothing
-  if (!platform) return fail(ErrorCode::invalid_request, platform.error().message);
-  if (r.arch) platform->arch = *r.arch;
-  if (r.os) platform->os = *r.os;
-  platform->cxx11_abi = r.cxx11_abi.value_or(platform->os == "linux");
-  return std::optional<variant::Platform>{*platform};
 }
-
-std::string spec_of(const proto::FetchRequest& r, const std::optional<variant::Platform>& p) {
-  std::string spec = r.all_variants ? std::string("*") : r.variant.value_or("");
-  if (p) {
-    spec += '\n' + std::to_string(p->torch_major) + '.' + std::to_string(p->torch_minor);
-    spec += std::string(p->cxx11_abi ? "\ncxx11\n" : "\ncxx98\n") + p->backend;
-    spec += '\n' + p->arch + '\n' + p->os;
-  }
-  // A locked request refuses what an unlocked one accepts (a redirect, a variant whose hash
-  // differs; hub::Fetcher checks both for the flight that produced a manifest): it shares
-  // flights and warm manifests only with requests under the same lock.
-  if (r.locked) {
-    spec += "\nlocked";
-    for (const auto& [variant, hash] : *r.locked) {
-      spec += '\n';
-      spec += variant;
-      spec += '=';
-      spec += hash;
-    }
-  }
-  return spec;
-}
-
-// "org/name vN" or "org/name @revision", as log lines name what was asked for.
-std::string asked_for(std::string_view repo, std::optional<std::uint64_t> version,
-                      const std::optional<std::string>& revision) {
-  return std::string(repo) +
-         (version ? " v" + std::to_string(*version) : " @" + revision.value_or("?"));
-}
-
-}  // namespace
 
 bool is_signature_error(ErrorCode code) {
   return code == ErrorCode::signature_missing || code == ErrorCode::signature_invalid;
@@ -145,97 +97,58 @@ std::shared_ptr<const trust::AdminPolicy> FetchService::policy() const {
   return policy_;
 }
 
-Result<HandOut> FetchService::fetch(const proto::FetchRequest& request, bool with_fds,
-                                    const ProgressSink& progress, std::string_view client) {
-  auto out = fetch_unlogged(request, with_fds, progress, client);
-  if (!out) {
-    // A policy decision is what an operator filters for (warning); the rest (not found, a
-    // Hub error the flight already logged, a bad request) is routine (info).
-    const auto code = out.error().code;
-    const bool refusal = kind_of(code) == ErrorKind::refusal;
-    const std::string asked = asked_for(request.repo, request.version, request.revision);
-    if (refusal) {
-      spdlog::warn("refused {} for {}: {}: {}", asked, client, to_string(code),
-                   out.error().message);
-    } else {
-      spdlog::info("could not serve {} to {}: {}: {}", asked, client, to_string(code),
-                   out.error().message);
-    }
-  }
+Result<HandOut> FetchService::fetch(const fetch::Request& request, const ClientContext& client) {
+  auto out = fetch_unlogged(request, client);
+  if (!out) log_unserved(request.describe(), client.name, out.error());
   return out;
 }
 
-Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request, bool with_fds,
-                                             const ProgressSink& progress,
-                                             std::string_view client) {
-  auto repo = trust::RepoId::parse(request.repo);
-  if (!repo) return fail(ErrorCode::invalid_request, repo.error().message);
-  if (request.version.has_value() == request.revision.has_value()) {
-    return fail(ErrorCode::invalid_request, "give exactly one of version and revision");
+Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
+                                             const ClientContext& client) {
+  // The daemon never selects for its own torch: without the client's platform (a client older
+  // than the platform fields sends only what its user typed) only a named variant can be served.
+  if (request.variants.is_best() && !request.target_platform) {
+    return fail(ErrorCode::invalid_request,
+                "the request does not say which torch and backend the client runs (a client "
+                "older than this kernelhubd?): upgrade it, or pass --torch-version and --backend "
+                "(or --variant); kernelhubd never selects for its own torch");
   }
-  if (request.variant && request.all_variants) {
-    return fail(ErrorCode::invalid_request, "give either variant or all_variants, not both");
-  }
-  for (const auto* field :
-       {&request.revision, &request.variant, &request.torch_version, &request.backend}) {
-    if (*field && field->value().find_first_of(std::string_view("\0\n", 2)) != std::string::npos) {
-      return fail(ErrorCode::invalid_request, "request fields must not contain control characters");
-    }
-  }
-  // The commit as a lock pins it (sha1 or sha256 id): what the Hub then says of it is the
-  // same answer an in-process fetch of that lock gets.
-  if (request.locked && !(request.revision && trust::is_git_object_id(*request.revision))) {
-    return fail(ErrorCode::invalid_request, "a locked request names its commit as the revision");
-  }
-  if (request.version && *request.version > 1'000'000)
-    return fail(ErrorCode::invalid_request, "version out of range");
+  const trust::RepoId& repo = request.repo;
   // Only the client's trust variables count, bounded by the admin policy, at every hand-out.
-  const trust::TrustEnvironment client_env = client_trust(request.env);
-  const auto decision = trust::decide_trust(*policy(), repo->org, client_env);
+  const trust::TrustEnvironment& client_env = client.trust;
+  const auto decision = trust::decide_trust(*policy(), repo.org, client_env);
   if (!decision.allowed) {
     counters_.trust_refused.fetch_add(1, std::memory_order_relaxed);
     return fail(decision.code, decision.reason);
   }
-  const bool with_fds_now = with_fds && !request.prefetch;
+
   // The shared flight follows renames and kernel-status redirects with opt-in granted; the
   // repo it ends on is handed out only if this client may fetch that publisher too.
   const auto may_hand_out = [&](const Manifest& manifest) -> Result<void> {
-    if (manifest.repo.org == repo->org) return ok();
+    if (manifest.repo.org == repo.org) return ok();
     const auto moved = trust::decide_trust(*policy(), manifest.repo.org, client_env);
     if (moved.allowed) return ok();
     counters_.trust_refused.fetch_add(1, std::memory_order_relaxed);
     return fail(moved.code,
-                repo->str() + " now resolves to " + manifest.repo.str() + ": " + moved.reason);
+                repo.str() + " now resolves to " + manifest.repo.str() + ": " + moved.reason);
   };
 
-  auto platform = client_platform(request);
-  if (!platform) return fail(platform.error());
-  const std::string resolve_key = resolve_key_of(*repo, request);
-  const std::string spec = spec_of(request, *platform);
-  if (auto manifest = warm_manifest(resolve_key, spec)) {
+  const fetch::ResolveKey resolve_key{request.repo, request.ref};
+  const fetch::Selection selection = fetch::Selection::of(request);
+  if (auto manifest = warm_manifest(resolve_key, selection)) {
     KH_TRY(may_hand_out(*manifest));
-    auto out = hand_out(*manifest, request.id, with_fds_now, true, /*warm=*/true);
+    auto out = hand_out(*manifest, client.id, client.with_fds, true, /*warm=*/true);
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
     }
     if (is_signature_error(out.error().code)) return out;
     spdlog::warn("cached manifest of {} no longer matches the cache ({}); fetching again",
-                 repo->str(), out.error().message);
+                 repo.str(), out.error().message);
     forget_all();
   }
 
-  hub::FetchRequest fetch;
-  fetch.repo = *repo;
-  if (request.version) fetch.version = static_cast<int>(*request.version);
-  fetch.revision = request.revision;
-  fetch.variant = request.variant;
-  fetch.all_variants = request.all_variants;
-  fetch.target_platform = *platform;
-  fetch.from_lock = request.locked.has_value();
-  if (request.locked) fetch.locked_variant_hashes = *request.locked;
-  const bool offline = env_true(request.env, "HF_HUB_OFFLINE");
-  auto flight = join_or_start(resolve_key, spec, fetch, offline, std::string(client));
+  auto flight = join_or_start({resolve_key, selection, client.offline}, request, client.name);
 
   // Wait for the shared flight; forward progress from this thread only.
   std::unique_lock lock(flight->mutex);
@@ -244,11 +157,11 @@ Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request,
     flight->cv.wait(lock, [&] {
       return flight->result.has_value() || flight->progress_seq != seen || abandoned_.load();
     });
-    if (flight->progress_seq != seen && progress) {
+    if (flight->progress_seq != seen && client.progress) {
       seen = flight->progress_seq;
       const hub::FetchProgress snapshot = flight->progress;
       lock.unlock();
-      progress(snapshot);
+      client.progress(snapshot);
       lock.lock();
       continue;
     }
@@ -256,8 +169,7 @@ Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request,
     if (flight->result) break;
     if (abandoned_.load()) {
       return fail(ErrorCode::shutting_down,
-                  "kernelhubd is stopping, and the download of " +
-                      asked_for(request.repo, request.version, request.revision) +
+                  "kernelhubd is stopping, and the download of " + request.describe() +
                       " did not finish within its shutdown grace: retry once kernelhubd is back "
                       "(nothing half-downloaded is published)");
     }
@@ -274,32 +186,30 @@ Result<HandOut> FetchService::fetch_unlogged(const proto::FetchRequest& request,
       result->repo,  result->commit,     result->variants,      result->snapshot_path.string(),
       result->files, result->signatures, result->signed_version};
   KH_TRY(may_hand_out(manifest));
-  auto out = hand_out(manifest, request.id, with_fds_now, result->from_cache, /*warm=*/false);
+  auto out = hand_out(manifest, client.id, client.with_fds, result->from_cache, /*warm=*/false);
   if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
   if (out && !result->refused_move.empty()) out->reply.refused_move = result->refused_move;
   return out;
 }
 
 std::shared_ptr<const FetchService::Manifest> FetchService::warm_manifest(
-    const std::string& resolve_key, const std::string& spec) {
+    const fetch::ResolveKey& resolve_key, const fetch::Selection& selection) {
   std::lock_guard lock(memo_mutex_);
   const auto resolved = resolved_.find(resolve_key);
   if (resolved == resolved_.end() || resolved->second.expires < std::chrono::steady_clock::now())
     return nullptr;
-  const auto repo_end = resolve_key.find('\n');
-  const auto manifest = manifests_.find(resolve_key.substr(0, repo_end) + '\n' +
-                                        resolved->second.commit + '\n' + spec);
+  const auto manifest =
+      manifests_.find(fetch::ManifestKey{resolve_key.repo, resolved->second.commit, selection});
   return manifest == manifests_.end() ? nullptr : manifest->second;
 }
 
-void FetchService::remember(const std::string& resolve_key, const std::string& spec,
-                            const hub::FetchResult& result) {
+void FetchService::remember(const fetch::FlightKey& key, const hub::FetchResult& result) {
   auto manifest = std::make_shared<const Manifest>(
       Manifest{result.repo, result.commit, result.variants, result.snapshot_path.string(),
                result.files, result.signatures, result.signed_version});
   std::lock_guard lock(memo_mutex_);
-  resolved_[resolve_key] = {result.commit, std::chrono::steady_clock::now() + resolve_ttl_};
-  manifests_[result.repo.str() + '\n' + result.commit + '\n' + spec] = std::move(manifest);
+  resolved_[key.resolve] = {result.commit, std::chrono::steady_clock::now() + resolve_ttl_};
+  manifests_[fetch::ManifestKey{result.repo, result.commit, key.selection}] = std::move(manifest);
 }
 
 void FetchService::forget_all() {
@@ -308,12 +218,9 @@ void FetchService::forget_all() {
   manifests_.clear();
 }
 
-std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::string& resolve_key,
-                                                                  const std::string& spec,
-                                                                  hub::FetchRequest request,
-                                                                  bool offline,
+std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const fetch::FlightKey& key,
+                                                                  fetch::Request request,
                                                                   std::string client) {
-  const std::string key = resolve_key + '\n' + spec + (offline ? "\noffline" : "\nonline");
   std::lock_guard lock(flights_mutex_);
   // Reap threads of finished flights.
   for (auto it = flight_threads_.begin(); it != flight_threads_.end();) {
@@ -338,12 +245,12 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
   counters_.flights_active.fetch_add(1, std::memory_order_relaxed);
   // The download runs on its own thread: a waiter that goes away cancels nothing.
   flight_threads_.emplace_back(
-      flight, std::thread([this, flight, key, resolve_key, spec, ticket,
-                           request = std::move(request), offline, client = std::move(client)] {
+      flight, std::thread([this, flight, key, ticket, request = std::move(request),
+                           client = std::move(client)] {
         const bool turn = wait_turn(ticket);
         if (turn) {
           const auto started = std::chrono::steady_clock::now();
-          run_flight(flight, request, offline, client);
+          run_flight(flight, request, key.offline, client);
           counters_.observe_flight(std::chrono::steady_clock::now() - started);
         } else {
           std::lock_guard lock(flight->mutex);
@@ -353,7 +260,7 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
         }
         // Later requests with this key find the warm memo, or start a new
         // flight.
-        if (*flight->result) remember(resolve_key, spec, flight->result->value());
+        if (*flight->result) remember(key, flight->result->value());
         std::lock_guard done(flights_mutex_);
         if (const auto it = flights_.find(key); it != flights_.end() && it->second == flight)
           flights_.erase(it);
@@ -366,7 +273,7 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const std::str
   return flight;
 }
 
-void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request,
+void FetchService::run_flight(const std::shared_ptr<Flight>& flight, fetch::Request request,
                               bool offline, const std::string& client) {
   std::shared_lock maintenance(maintenance_);
   hub::HubConfig config = hub::HubConfig::from(env_);
@@ -397,10 +304,7 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, hub::FetchR
   } else if (result) {
     counters_.hits.fetch_add(1, std::memory_order_relaxed);
   }
-  const std::string asked =
-      asked_for(request.repo.str(),
-                request.version ? std::optional<std::uint64_t>(*request.version) : std::nullopt,
-                request.revision);
+  const std::string asked = request.describe();
   if (!result) {
     spdlog::warn("download of {} (started for {}) failed: {}: {}", asked, client,
                  to_string(result.error().code), result.error().message);

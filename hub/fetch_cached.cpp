@@ -20,27 +20,26 @@ Unexpected not_cached(std::string what) {
   return fail(ErrorCode::offline_not_cached, std::move(what));
 }
 
-Result<std::string> cached_commit(const cache::KernelCache& cache, const FetchRequest& request) {
-  if (request.version) {
+Result<std::string> cached_commit(const cache::KernelCache& cache, const fetch::Request& request) {
+  if (const auto version = request.ref.version_number()) {
     // The commit the rollback guard accepted for vN wins over refs/vN, which other tools
     // (huggingface_hub, kernels) write as the Hub says.
-    if (auto state =
-            cache.read_version_state(request.repo, static_cast<std::uint64_t>(*request.version));
+    if (auto state = cache.read_version_state(request.repo, *version);
         state && fs::is_directory(cache.snapshot_dir(request.repo, state->accepted))) {
       return state->accepted;
     }
-    const std::string ref = "v" + std::to_string(*request.version);
-    if (auto commit = cache.read_ref(request.repo, ref)) return *commit;
+    if (auto commit = cache.read_ref(request.repo, request.ref.ref_name())) return *commit;
     std::string have;
     for (int v : cache.cached_versions(request.repo))
       have += (have.empty() ? "" : ", ") + std::to_string(v);
-    return not_cached("version " + std::to_string(*request.version) + " of " + request.repo.str() +
+    return not_cached("version " + std::to_string(*version) + " of " + request.repo.str() +
                       " is not in the cache" +
                       (have.empty() ? "" : " (cached versions: " + have + ")"));
   }
-  if (is_commit_sha(*request.revision)) return *request.revision;
-  if (auto commit = cache.read_ref(request.repo, *request.revision)) return *commit;
-  return not_cached("revision '" + *request.revision + "' of " + request.repo.str() +
+  const std::string revision = request.ref.ref_name();
+  if (is_commit_sha(revision)) return revision;
+  if (auto commit = cache.read_ref(request.repo, revision)) return *commit;
+  return not_cached("revision '" + revision + "' of " + request.repo.str() +
                     " is not in the cache");
 }
 
@@ -100,19 +99,19 @@ Result<void> verify_cached_variant(const fs::path& snapshot, const std::string& 
 
 }  // namespace
 
-bool Fetcher::has_cached_snapshot(const FetchRequest& request) const {
+bool Fetcher::has_cached_snapshot(const fetch::Request& request) const {
   auto commit = cached_commit(cache_, request);
   std::error_code ec;
   return commit && fs::is_directory(cache_.snapshot_dir(request.repo, *commit) / "build", ec);
 }
 
-Result<FetchResult> Fetcher::fetch_from_cache(const FetchRequest& request) {
+Result<FetchResult> Fetcher::fetch_from_cache(const fetch::Request& request) {
   auto commit = cached_commit(cache_, request);
   if (!commit) return fail(commit.error());
   return fetch_cached_commit(request, *commit);
 }
 
-Result<FetchResult> Fetcher::fetch_cached_commit(const FetchRequest& request,
+Result<FetchResult> Fetcher::fetch_cached_commit(const fetch::Request& request,
                                                  const std::string& commit) {
   const fs::path snapshot = cache_.snapshot_dir(request.repo, commit);
   std::error_code ec;

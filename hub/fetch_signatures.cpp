@@ -19,8 +19,20 @@ Result<const SignatureVerifier*> Fetcher::signature_verifier() {
   return &*signature_verifier_;
 }
 
-Result<void> Fetcher::admit_signature(const FetchRequest& request, SignatureReceipt receipt) {
-  auto verdict = decide_signature(policy_.signatures, request.repo, receipt, request.version);
+namespace {
+
+// The version a variant's signed metadata.json must state: the requested vN, none for a
+// revision.
+std::optional<int> version_to_sign(const fetch::Request& request) {
+  const auto version = request.ref.version_number();
+  return version ? std::optional<int>(static_cast<int>(*version)) : std::nullopt;
+}
+
+}  // namespace
+
+Result<void> Fetcher::admit_signature(const fetch::Request& request, SignatureReceipt receipt) {
+  auto verdict =
+      decide_signature(policy_.signatures, request.repo, receipt, version_to_sign(request));
   if (!verdict) return fail(verdict.error());
   // Reported by the caller once the fetch succeeds (the client's stderr), not here: a fetch
   // that then fails must not warn about what it never served.
@@ -29,8 +41,8 @@ Result<void> Fetcher::admit_signature(const FetchRequest& request, SignatureRece
   return ok();
 }
 
-Result<void> Fetcher::check_cached_signature(const FetchRequest& request, const std::string& commit,
-                                             const std::string& variant,
+Result<void> Fetcher::check_cached_signature(const fetch::Request& request,
+                                             const std::string& commit, const std::string& variant,
                                              const std::vector<FetchedFile>& files) {
   if (policy_.signatures.mode == trust::SignatureMode::off) return ok();
   const std::string prefix = "build/" + variant + "/";
@@ -60,8 +72,8 @@ Result<void> Fetcher::check_cached_signature(const FetchRequest& request, const 
   return admit_signature(request, std::move(receipt));
 }
 
-void Fetcher::take_signatures(const FetchRequest& request, FetchResult& result) {
-  result.signed_version = request.version;
+void Fetcher::take_signatures(const fetch::Request& request, FetchResult& result) {
+  result.signed_version = version_to_sign(request);
   result.signatures = std::move(receipts_);
   result.signature_warnings = std::move(signature_warnings_);
   receipts_.clear();

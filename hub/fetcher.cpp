@@ -19,21 +19,19 @@ constexpr auto kStaleTempAge = std::chrono::hours(1);
 constexpr int kMaxRedirectHops = 4;
 constexpr std::size_t kMaxStatusFile = std::size_t{64} * 1024;
 
-Result<std::string> resolve_commit(HubApi& api, const FetchRequest& request, bool retry) {
-  if (!request.version) return api.resolve_revision(request.repo, *request.revision, retry);
-  if (*request.version < 0) {
-    return fail(ErrorCode::invalid_argument, "a version is a non-negative integer");
-  }
-  return api.resolve_version(request.repo, static_cast<std::uint64_t>(*request.version), retry);
+Result<std::string> resolve_commit(HubApi& api, const fetch::Request& request, bool retry) {
+  if (const auto version = request.ref.version_number())
+    return api.resolve_version(request.repo, *version, retry);
+  return api.resolve_revision(request.repo, *request.ref.revision_name(), retry);
 }
 
 }  // namespace
 
-Result<void> check_locked_hashes(const FetchRequest& request, const std::string& commit,
+Result<void> check_locked_hashes(const fetch::Request& request, const std::string& commit,
                                  const std::string& variant,
                                  const std::vector<std::pair<std::string, std::string>>& files) {
-  if (request.locked_variant_hashes.empty()) return ok();
-  const trust::LockEntry entry{request.repo, std::nullopt, commit, request.locked_variant_hashes};
+  if (!request.lock() || request.lock()->variant_hashes.empty()) return ok();
+  const trust::LockEntry entry{request.repo, std::nullopt, commit, request.lock()->variant_hashes};
   return trust::check_locked_variant(entry, variant, files);
 }
 
@@ -73,23 +71,18 @@ HubApi::MoveCheck trusted_moves(const trust::AdminPolicy& policy,
   };
 }
 
-Result<FetchResult> Fetcher::fetch(const FetchRequest& request, const ProgressCallback& progress) {
+Result<FetchResult> Fetcher::fetch(const fetch::Request& request,
+                                   const ProgressCallback& progress) {
   auto result = fetch_any(request, progress);
   if (!result) return fail(cache::explain_disk_full(std::move(result).error(), cache_.root()));
   return result;
 }
 
-Result<FetchResult> Fetcher::fetch_any(const FetchRequest& request,
+Result<FetchResult> Fetcher::fetch_any(const fetch::Request& request,
                                        const ProgressCallback& progress) {
   // The publisher decision comes before any request, cache hits and offline mode included.
   const auto decision = trust::decide_trust(policy_, request.repo.org, trust_env_);
   if (!decision.allowed) return fail(decision.code, decision.reason);
-  if (request.version.has_value() == request.revision.has_value()) {
-    return fail(ErrorCode::invalid_argument, "give exactly one of a version or a revision");
-  }
-  if (request.variant && request.all_variants) {
-    return fail(ErrorCode::invalid_argument, "give either a variant or all variants, not both");
-  }
   if (const auto swept = cache_.sweep_stale_temps(kStaleTempAge); swept > 0) {
     spdlog::info("removed {} stale partial download(s) from the cache", swept);
   }
@@ -123,17 +116,16 @@ Result<FetchResult> Fetcher::fetch_any(const FetchRequest& request,
 }
 
 Result<std::vector<std::string>> Fetcher::choose_variants(
-    const FetchRequest& request, const std::vector<std::string>& names) const {
+    const fetch::Request& request, const std::vector<std::string>& names) const {
   std::vector<std::string> sorted = names;
   std::sort(sorted.begin(), sorted.end());
-  if (request.variant) {
-    if (std::find(sorted.begin(), sorted.end(), *request.variant) != sorted.end())
-      return std::vector{*request.variant};
+  if (const auto named = request.variants.name()) {
+    if (std::find(sorted.begin(), sorted.end(), *named) != sorted.end()) return std::vector{*named};
     return fail(ErrorCode::no_matching_variant,
-                "variant '" + *request.variant + "' does not exist in " + request.repo.str() +
+                "variant '" + *named + "' does not exist in " + request.repo.str() +
                     "; available: " + (sorted.empty() ? "none" : util::join(sorted, ", ")));
   }
-  if (request.all_variants) {
+  if (request.variants.is_all()) {
     if (sorted.empty())
       return fail(ErrorCode::no_matching_variant, request.repo.str() + " has no build variants");
     return sorted;
@@ -151,23 +143,23 @@ Result<std::vector<std::string>> Fetcher::choose_variants(
   return std::vector{*chosen};
 }
 
-Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchRequest& request,
-                                                                    const std::string& commit,
-                                                                    int hops) {
+Result<std::optional<fetch::Request>> Fetcher::follow_status_redirect(const fetch::Request& request,
+                                                                      const std::string& commit,
+                                                                      int hops) {
   if (cache_.is_known_missing(request.repo, commit, kKernelStatusFile))
-    return std::optional<FetchRequest>();
+    return std::optional<fetch::Request>();
   auto status = api_.read_optional_file(request.repo, commit, kKernelStatusFile, kMaxStatusFile);
   if (!status) return fail(status.error());
   if (!*status) {
     status_missing_ = true;  // remembered once the fetch has published (see fetch_online)
-    return std::optional<FetchRequest>();
+    return std::optional<fetch::Request>();
   }
   auto redirect = parse_kernel_status(**status);
   if (!redirect)
     return fail(redirect.error().code, request.repo.str() + ": " + redirect.error().message);
-  if (!*redirect) return std::optional<FetchRequest>();
+  if (!*redirect) return std::optional<fetch::Request>();
   const auto& destination = (*redirect)->destination;
-  if (request.from_lock) {
+  if (request.lock()) {
     return fail(ErrorCode::not_locked,
                 request.repo.str() + "@" + commit + " redirects to " + destination.str() +
                     ", which the lockfile does not pin; lock " + destination.str() + " instead");
@@ -181,14 +173,15 @@ Result<std::optional<FetchRequest>> Fetcher::follow_status_redirect(const FetchR
   KH_TRY(check_destination(policy_, trust_env_, request.repo, destination, "redirects to"));
   spdlog::warn("{} redirects to {} (revision {})", request.repo.str(), destination.str(),
                (*redirect)->revision);
-  FetchRequest next = request;
-  next.repo = destination;
-  next.version.reset();
-  next.revision = (*redirect)->revision;
-  return std::optional<FetchRequest>(std::move(next));
+  KH_TRY_ASSIGN(auto ref, fetch::Ref::revision((*redirect)->revision));
+  fetch::Request next(destination, std::move(ref));
+  next.variants = request.variants;
+  next.platform = request.platform;
+  next.target_platform = request.target_platform;
+  return std::optional<fetch::Request>(std::move(next));
 }
 
-Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
+Result<FetchResult> Fetcher::fetch_online(const fetch::Request& asked,
                                           const ProgressCallback& progress, int hops,
                                           bool retry_resolve) {
   if (hops == 0) refused_.reset();  // before anything can fail: fetch() reads it after
@@ -211,11 +204,11 @@ Result<FetchResult> Fetcher::fetch_online(const FetchRequest& asked,
   return cached;
 }
 
-Result<FetchResult> Fetcher::fetch_commit(const FetchRequest& asked, const std::string& commit,
+Result<FetchResult> Fetcher::fetch_commit(const fetch::Request& asked, const std::string& commit,
                                           const ProgressCallback& progress, int hops) {
   // A renamed or transferred repo (the Hub redirected its API calls, after trusted_moves
   // approved the new name): it is fetched and cached under the name it has now.
-  FetchRequest request = asked;
+  fetch::Request request = asked;
   if (const auto moved = api_.moved_to(asked.repo)) {
     spdlog::warn("{} was moved on the Hub to {}; fetching it from there", asked.repo.str(),
                  moved->str());
@@ -259,7 +252,7 @@ Result<FetchResult> Fetcher::fetch_commit(const FetchRequest& asked, const std::
   for (const auto& variant : *variants) {
     auto files = api_.list_tree(request.repo, commit, "build/" + variant, true);
     if (!files) return fail(files.error());
-    if (!request.locked_variant_hashes.empty()) {
+    if (request.lock() && !request.lock()->variant_hashes.empty()) {
       std::vector<std::pair<std::string, std::string>> ids;
       for (const auto& entry : *files) {
         if (entry.is_file && !is_ignored_kernel_file(entry.path))
@@ -280,10 +273,8 @@ Result<FetchResult> Fetcher::fetch_commit(const FetchRequest& asked, const std::
 
   KH_TRY(accept_version(asked, commit));
   // Refs last: `kernels` resolves version N offline from refs/vN.
-  if (request.version) {
-    KH_TRY(cache_.write_ref(request.repo, "v" + std::to_string(*request.version), commit));
-  } else if (!is_commit_sha(*request.revision)) {
-    KH_TRY(cache_.write_ref(request.repo, *request.revision, commit));
+  if (request.ref.is_version() || !is_commit_sha(request.ref.ref_name())) {
+    KH_TRY(cache_.write_ref(request.repo, request.ref.ref_name(), commit));
   }
   // Remembered as huggingface_hub does (.no_exist), so a warm fetch does not ask again; only
   // after a successful publish, so a failed fetch leaves nothing behind.

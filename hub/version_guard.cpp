@@ -9,10 +9,10 @@
 
 namespace kernelhub::hub {
 
-Result<std::string> Fetcher::guard_version_move(const FetchRequest& request,
+Result<std::string> Fetcher::guard_version_move(const fetch::Request& request,
                                                 const std::string& offered) {
-  if (!request.version || request.from_lock) return offered;
-  const auto version = static_cast<std::uint64_t>(*request.version);
+  if (!request.ref.is_version() || request.lock()) return offered;
+  const auto version = *request.ref.version_number();
   auto state = cache_.read_version_state(request.repo, version);
   if (!state || state->accepted == offered) return offered;
   const std::string what = request.repo.str() + " v" + std::to_string(version);
@@ -54,9 +54,9 @@ Error Fetcher::unavailable_after_refusal(const Error& why) const {
                         "policy to follow the move"};
 }
 
-Result<void> Fetcher::accept_version(const FetchRequest& request, const std::string& served) {
-  if (!request.version || request.from_lock) return ok();
-  const auto version = static_cast<std::uint64_t>(*request.version);
+Result<void> Fetcher::accept_version(const fetch::Request& request, const std::string& served) {
+  if (!request.ref.is_version() || request.lock()) return ok();
+  const auto version = *request.ref.version_number();
   auto state = cache_.read_version_state(request.repo, version);
   if (state && state->accepted == served) return ok();
   return cache_.write_version_state(request.repo,

@@ -51,6 +51,7 @@ Result<Message> parse_fetch(const Fields& f, bool prefetch) {
   KH_PROTO_GET(repo, f.string("repo"));
   KH_PROTO_GET(version, f.optional_uint("version"));
   KH_PROTO_GET(revision, f.optional_string("revision"));
+  // The frame's shape; what the values must be is the fetch vocabulary's (from_wire).
   if (version.has_value() == revision.has_value())
     return fail(ErrorCode::invalid_request,
                 "'fetch' frame: exactly one of 'version' and 'revision' is required");

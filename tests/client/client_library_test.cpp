@@ -30,11 +30,9 @@ util::Environment base_env(const FixtureHub& hub, const fs::path& cache, const f
   return env;
 }
 
-hub::FetchRequest relu_v1() {
-  hub::FetchRequest request;
-  request.repo = *trust::RepoId::parse("kernels-community/relu");
-  request.version = 1;
-  request.variant = kVariant;
+fetch::Request relu_v1() {
+  fetch::Request request(*trust::RepoId::parse("kernels-community/relu"), *fetch::Ref::version(1));
+  request.variants = *fetch::VariantChoice::named(kVariant);
   return request;
 }
 

@@ -54,14 +54,15 @@ std::string sha256_of_fd(int fd, std::uint64_t* size) {
 }
 
 // Version `version` of `repo`, built as `variant`; nullopt when `repo` is not a repo id.
-std::optional<kernelhub::hub::FetchRequest> version_request(const std::string& repo, int version,
-                                                            const std::string& variant) {
+std::optional<kernelhub::fetch::Request> version_request(const std::string& repo, int version,
+                                                         const std::string& variant) {
   auto id = kernelhub::trust::RepoId::parse(repo);
   if (!id) return std::nullopt;
-  kernelhub::hub::FetchRequest request;
-  request.repo = *id;
-  request.version = version;
-  request.variant = variant;
+  auto ref = kernelhub::fetch::Ref::version(version);
+  auto choice = kernelhub::fetch::VariantChoice::named(variant);
+  if (!ref || !choice) return std::nullopt;
+  kernelhub::fetch::Request request(*id, *ref);
+  request.variants = *choice;
   return request;
 }
 

@@ -92,15 +92,13 @@ variant::Platform FetchFixture::cpu_platform() {
   return p;
 }
 
-hub::FetchRequest FetchFixture::request() {
-  hub::FetchRequest request;
-  request.repo = kKernelRepo;
-  request.version = 1;
+fetch::Request FetchFixture::request() {
+  fetch::Request request(kKernelRepo, *fetch::Ref::version(1));
   request.target_platform = cpu_platform();
   return request;
 }
 
-Result<hub::FetchResult> FetchFixture::fetch(const hub::FetchRequest& request,
+Result<hub::FetchResult> FetchFixture::fetch(const fetch::Request& request,
                                              const hub::HubConfig& config,
                                              trust::TrustEnvironment trust_env) {
   cache::KernelCache cache(cache_root);

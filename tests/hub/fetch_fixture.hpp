@@ -39,9 +39,9 @@ struct FetchFixture {
   // HF_ENDPOINT = the server, 1 ms retry unit, short timeouts.
   util::Environment env() const;
   hub::HubConfig config() const { return hub::HubConfig::from(env()); }
-  static hub::FetchRequest request();  // version 1 of kKernelRepo, for the CPU platform
+  static fetch::Request request();  // version 1 of kKernelRepo, for the CPU platform
   static variant::Platform cpu_platform();
-  Result<hub::FetchResult> fetch(const hub::FetchRequest& request, const hub::HubConfig& config,
+  Result<hub::FetchResult> fetch(const fetch::Request& request, const hub::HubConfig& config,
                                  trust::TrustEnvironment trust_env = {});
   Result<hub::FetchResult> fetch() { return fetch(request(), config()); }
   std::size_t file_gets() const;  // artifact GETs (/resolve/, LFS objects) since the last reset

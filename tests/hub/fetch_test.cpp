@@ -95,7 +95,7 @@ TEST_CASE("offline mode serves a complete cached snapshot without the server") {
   CHECK(offline->files.size() == 5);
 
   auto missing = FetchFixture::request();
-  missing.version = 2;
+  missing.ref = *fetch::Ref::version(2);
   auto not_cached = fx.fetch(missing, config);
   REQUIRE_FALSE(not_cached);
   CHECK(not_cached.error().code == ErrorCode::offline_not_cached);
@@ -128,8 +128,7 @@ TEST_CASE("offline mode with an empty cache makes no request and says offline_no
 TEST_CASE("an unreachable Hub falls back to the cached snapshot, else a network error") {
   FetchFixture fx;
   auto revision = FetchFixture::request();
-  revision.version.reset();
-  revision.revision = "main";
+  revision.ref = *fetch::Ref::revision("main");
   REQUIRE(fx.fetch(revision, fx.config()));
   CHECK(slurp(repo_dir(fx.cache_root) / "refs" / "main") == fx.commit);
   fx.server->stop();
@@ -162,14 +161,13 @@ TEST_CASE("an untrusted publisher is refused before any request of any kind") {
 TEST_CASE("versions, revisions and repos that do not exist get typed errors") {
   FetchFixture fx;
   auto request = FetchFixture::request();
-  request.version = 7;
+  request.ref = *fetch::Ref::version(7);
   auto version = fx.fetch(request, fx.config());
   REQUIRE_FALSE(version);
   CHECK(version.error().code == ErrorCode::version_not_found);
   CHECK(version.error().message.find("available versions: 1") != std::string::npos);
 
-  request.version.reset();
-  request.revision = "no-such-branch";
+  request.ref = *fetch::Ref::revision("no-such-branch");
   auto revision = fx.fetch(request, fx.config());
   REQUIRE_FALSE(revision);
   CHECK(revision.error().code == ErrorCode::revision_not_found);
@@ -184,8 +182,7 @@ TEST_CASE("versions, revisions and repos that do not exist get typed errors") {
 TEST_CASE("a commit sha revision writes no ref, a branch revision writes refs/<branch>") {
   FetchFixture fx;
   auto request = FetchFixture::request();
-  request.version.reset();
-  request.revision = fx.commit;
+  request.ref = *fetch::Ref::revision(fx.commit);
   auto by_sha = fx.fetch(request, fx.config());
   REQUIRE(by_sha);
   CHECK(by_sha->commit == fx.commit);
@@ -196,15 +193,14 @@ TEST_CASE("a commit sha revision writes no ref, a branch revision writes refs/<b
 TEST_CASE("a missing --variant is refused, and --all-variants takes every variant") {
   FetchFixture fx;
   auto request = FetchFixture::request();
-  request.variant = "torch299-cxx11-cpu-x86_64-linux";
+  request.variants = *fetch::VariantChoice::named("torch299-cxx11-cpu-x86_64-linux");
   auto missing = fx.fetch(request, fx.config());
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == ErrorCode::no_matching_variant);
   CHECK(missing.error().message.find(kCpuVariant) != std::string::npos);
   CHECK(missing.error().message.find(kCudaVariant) != std::string::npos);
 
-  request.variant.reset();
-  request.all_variants = true;
+  request.variants = fetch::VariantChoice::all();
   auto all = fx.fetch(request, fx.config());
   REQUIRE(all);
   CHECK(all->variants == std::vector<std::string>{kCpuVariant, kCudaVariant});

@@ -71,10 +71,8 @@ struct HostileHub {
     cache::KernelCache cache(cache_root);
     hub::CurlHttpClient client(config);
     hub::Fetcher fetcher(config, client, cache, trust::AdminPolicy{}, trust::TrustEnvironment{});
-    hub::FetchRequest request;
-    request.repo = trust::RepoId{"kernels-community", "evil"};
-    request.version = 1;
-    request.variant = kVariant;
+    fetch::Request request(trust::RepoId{"kernels-community", "evil"}, *fetch::Ref::version(1));
+    request.variants = *fetch::VariantChoice::named(kVariant);
     return fetcher.fetch(request);
   }
 };

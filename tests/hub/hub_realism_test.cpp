@@ -35,16 +35,15 @@ void publish_copy(const FetchFixture& fx, const trust::RepoId& repo) {
   REQUIRE(hub::server::publish_directory(request));
 }
 
-hub::FetchRequest request_for(const std::string& org, const std::string& name) {
+fetch::Request request_for(const std::string& org, const std::string& name) {
   auto request = FetchFixture::request();
   request.repo = trust::RepoId{org, name};
   return request;
 }
 
-hub::FetchRequest main_revision() {
+fetch::Request main_revision() {
   auto request = FetchFixture::request();
-  request.version.reset();
-  request.revision = "main";
+  request.ref = *fetch::Ref::revision("main");
   return request;
 }
 

@@ -43,7 +43,7 @@ void publish_untrusted_copy(const FetchFixture& fx) {
   REQUIRE(hub::server::publish_directory(request));
 }
 
-hub::FetchRequest moved_request(const std::string& org) {
+fetch::Request moved_request(const std::string& org) {
   auto request = FetchFixture::request();
   request.repo = trust::RepoId{org, "moved"};
   return request;

@@ -85,10 +85,9 @@ class Client {
   std::string where() const;
 
   // Resolve, trust-check, download if needed, verify; hands out an fd per file.
-  Result<FetchedKernel> fetch(const hub::FetchRequest& request,
-                              hub::ProgressCallback progress = {});
+  Result<FetchedKernel> fetch(const fetch::Request& request, hub::ProgressCallback progress = {});
   // The same pipeline for warming the cache; no fds are handed out.
-  Result<FetchedKernel> prefetch(const hub::FetchRequest& request,
+  Result<FetchedKernel> prefetch(const fetch::Request& request,
                                  hub::ProgressCallback progress = {});
 
   // Replies as in docs/protocol.md (the `type` and `id` members removed). Embedded status

@@ -42,6 +42,9 @@ class CacheSource final : public hub::server::RepositorySource {
   void on_error(const Error& error) override { counters_.count_error(error.code); }
 
  private:
+  Result<HandOut> fetch_variant(const trust::RepoId& repo, const std::string& commit,
+                                const std::string& variant, const std::string& remote_addr);
+
   FetchService& service_;
   UpstreamMetadata& metadata_;
   AtomicCounters& counters_;

@@ -25,6 +25,7 @@
 #include "kernelhub/cache/maintenance.hpp"
 #include "kernelhub/daemon/commit_turns.hpp"
 #include "kernelhub/daemon/counters.hpp"
+#include "kernelhub/fetch/flight_key.hpp"
 #include "kernelhub/hub/fetcher.hpp"
 #include "kernelhub/hub/receipt_check.hpp"
 #include "kernelhub/proto/messages.hpp"
@@ -47,8 +48,21 @@ using ProgressSink = std::function<void(const hub::FetchProgress&)>;
 // client's trust variables (still bounded by the admin policy where they are used).
 bool env_true(const std::map<std::string, std::string>& env, std::string_view key);
 trust::TrustEnvironment client_trust(const std::map<std::string, std::string>& env);
+
+// Who asks, apart from what: the peer's opt-ins and how its answer travels.
+struct ClientContext {
+  std::string name = "a client";  // in the log: "uid 1000 (pid 42)", "http 127.0.0.1"
+  trust::TrustEnvironment trust;  // the client's opt-in, bounded by the admin policy
+  bool offline = false;           // the client's HF_HUB_OFFLINE: cache only
+  bool with_fds = false;          // open the files for SCM_RIGHTS (not for a prefetch)
+  proto::RequestId id = 0;        // of the reply
+  ProgressSink progress;          // may be empty
+};
 // signature_missing / signature_invalid: a refusal by [signatures], not a damaged cache.
 bool is_signature_error(ErrorCode code);
+// The one log line of a request not served: a refusal (policy) as a warning, the rest (not
+// found, an upstream error its flight logged, a bad request) as routine information.
+void log_unserved(std::string_view asked, std::string_view client, const Error& error);
 
 class FetchService {
  public:
@@ -61,11 +75,9 @@ class FetchService {
   void set_policy(trust::AdminPolicy policy);
   std::shared_ptr<const trust::AdminPolicy> policy() const;
 
-  // `with_fds`: open the files for SCM_RIGHTS. `progress` may be empty. `client` names the
-  // requester in the log ("uid 1000", "http"). Each refusal or failure is logged here once per
-  // client (a failed download is also logged once by its flight, as an upstream error).
-  Result<HandOut> fetch(const proto::FetchRequest& request, bool with_fds,
-                        const ProgressSink& progress, std::string_view client = "a client");
+  // Each refusal or failure is logged here once per client (a failed download is also logged
+  // once by its flight, as an upstream error).
+  Result<HandOut> fetch(const fetch::Request& request, const ClientContext& client);
   struct VerifyOutcome {
     cache::VerifyReport blobs;
     hub::ReceiptReport receipts;
@@ -93,19 +105,16 @@ class FetchService {
 
  private:
   struct Manifest;
-  std::shared_ptr<const Manifest> warm_manifest(const std::string& resolve_key,
-                                                const std::string& spec);
-  void remember(const std::string& resolve_key, const std::string& spec,
-                const hub::FetchResult& result);
+  std::shared_ptr<const Manifest> warm_manifest(const fetch::ResolveKey& resolve_key,
+                                                const fetch::Selection& selection);
+  void remember(const fetch::FlightKey& key, const hub::FetchResult& result);
   void forget_all();
-  Result<HandOut> fetch_unlogged(const proto::FetchRequest& request, bool with_fds,
-                                 const ProgressSink& progress, std::string_view client);
-  std::shared_ptr<Flight> join_or_start(const std::string& resolve_key, const std::string& spec,
-                                        hub::FetchRequest request, bool offline,
+  Result<HandOut> fetch_unlogged(const fetch::Request& request, const ClientContext& client);
+  std::shared_ptr<Flight> join_or_start(const fetch::FlightKey& key, fetch::Request request,
                                         std::string client);
   // Blocks until flight `ticket` may download; false when stop_queued() came first.
   bool wait_turn(std::uint64_t ticket);
-  void run_flight(const std::shared_ptr<Flight>& flight, hub::FetchRequest request, bool offline,
+  void run_flight(const std::shared_ptr<Flight>& flight, fetch::Request request, bool offline,
                   const std::string& client);
   // `warm`: a memoised manifest, whose snapshot links an earlier hand-out checked.
   // The receipts of `manifest` are judged by the policy in force now ([signatures]).
@@ -129,15 +138,15 @@ class FetchService {
     std::string commit;
     std::chrono::steady_clock::time_point expires;
   };
-  std::unordered_map<std::string, Resolved> resolved_;
-  std::unordered_map<std::string, std::shared_ptr<const Manifest>> manifests_;
+  std::map<fetch::ResolveKey, Resolved> resolved_;
+  std::map<fetch::ManifestKey, std::shared_ptr<const Manifest>> manifests_;
 
   // Flights that resolved to the same (repo, commit, variants) download it one at a time.
   CommitTurns commit_turns_;
 
   std::mutex flights_mutex_;
   std::condition_variable flights_cv_;
-  std::map<std::string, std::shared_ptr<Flight>> flights_;
+  std::map<fetch::FlightKey, std::shared_ptr<Flight>> flights_;
   std::list<std::pair<std::shared_ptr<Flight>, std::thread>> flight_threads_;
   std::size_t running_ = 0;      // flights with a thread: downloading or waiting their turn
   std::size_t downloading_ = 0;  // flights past the max_downloads gate

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/fetch/request.hpp"
 #include "kernelhub/hub/http.hpp"
 #include "kernelhub/hub/hub_api.hpp"
 #include "kernelhub/hub/hub_config.hpp"
@@ -27,23 +28,6 @@
 #include "kernelhub/variant/variant.hpp"
 
 namespace kernelhub::hub {
-
-struct FetchRequest {
-  trust::RepoId repo;
-  std::optional<int> version;           // branch vN
-  std::optional<std::string> revision;  // branch, tag or commit sha
-  std::optional<std::string> variant;   // exact build/ folder name
-  bool all_variants = false;
-  variant::PlatformOverrides platform;
-  // Exact platform to select for (tests, daemons); skips detect_platform.
-  std::optional<variant::Platform> target_platform;
-  // A kernels.lock entry: `revision` is the locked commit, and a kernel-status.toml
-  // redirect is refused (it would leave the lock). A legacy lock also gives each variant's
-  // git_lfs_concat hash, checked against the tree listing before any download and against
-  // the cached blob names offline.
-  bool from_lock = false;
-  std::map<std::string, std::string> locked_variant_hashes;
-};
 
 struct FetchedFile {
   std::string path;  // repo-relative, e.g. build/<variant>/__init__.py
@@ -86,7 +70,7 @@ class Fetcher {
   Fetcher(const Fetcher&) = delete;  // api_ calls back into this object
   Fetcher& operator=(const Fetcher&) = delete;
 
-  Result<FetchResult> fetch(const FetchRequest& request, const ProgressCallback& progress = {});
+  Result<FetchResult> fetch(const fetch::Request& request, const ProgressCallback& progress = {});
 
   // Fetchers sharing one cache (kernelhubd's flights) take turns at the download and publish
   // of one resolved (repo, commit, variants): `gate(key)` blocks while another holds `key`
@@ -97,51 +81,51 @@ class Fetcher {
 
  private:
   // fetch() without the advice a full cache's error gets there.
-  Result<FetchResult> fetch_any(const FetchRequest& request, const ProgressCallback& progress);
+  Result<FetchResult> fetch_any(const fetch::Request& request, const ProgressCallback& progress);
   // `hops`: redirects followed so far (bounded, each trust-checked). retry_resolve=false: the
   // revision/refs lookup gets one attempt (a cached snapshot can answer instead).
-  Result<FetchResult> fetch_online(const FetchRequest& request, const ProgressCallback& progress,
+  Result<FetchResult> fetch_online(const fetch::Request& request, const ProgressCallback& progress,
                                    int hops = 0, bool retry_resolve = true);
   // The rest of fetch_online once `commit` is decided (the rollback guard's choice): the
   // repo's move and kernel-status redirect, the listing, the download and the publish.
-  Result<FetchResult> fetch_commit(const FetchRequest& asked, const std::string& commit,
+  Result<FetchResult> fetch_commit(const fetch::Request& asked, const std::string& commit,
                                    const ProgressCallback& progress, int hops);
   // The destination request when the repo's kernel-status.toml redirects, after the trust
   // decision for the destination's publisher; nullopt when there is no redirect.
-  Result<std::optional<FetchRequest>> follow_status_redirect(const FetchRequest& request,
-                                                             const std::string& commit, int hops);
-  Result<FetchResult> fetch_from_cache(const FetchRequest& request);
+  Result<std::optional<fetch::Request>> follow_status_redirect(const fetch::Request& request,
+                                                               const std::string& commit, int hops);
+  Result<FetchResult> fetch_from_cache(const fetch::Request& request);
   // The same for one given commit of the request's repo (the one the rollback guard kept).
-  Result<FetchResult> fetch_cached_commit(const FetchRequest& request, const std::string& commit);
+  Result<FetchResult> fetch_cached_commit(const fetch::Request& request, const std::string& commit);
   // The commit to serve for a version request the Hub resolved to `offered`: `offered` when
   // nothing was accepted for that vN yet, when it descends from the accepted commit, or when
   // the admin policy allows rollbacks; else the accepted commit, with the refusal recorded
   // (refused_, the cache's version state).
-  Result<std::string> guard_version_move(const FetchRequest& request, const std::string& offered);
+  Result<std::string> guard_version_move(const fetch::Request& request, const std::string& offered);
   // A refused move once the accepted commit is served: the result's refused_move (and a
   // warning), which says what is served. And the error when it cannot be served: the move
   // was refused, and `why` the accepted commit is not available (its code is kept).
   std::string served_refusal() const;
   Error unavailable_after_refusal(const Error& why) const;
   // After a successful publish: the served commit becomes the accepted one.
-  Result<void> accept_version(const FetchRequest& request, const std::string& served);
+  Result<void> accept_version(const fetch::Request& request, const std::string& served);
   // Cheap: the cache names a commit for the request and holds its snapshot's build/ folder
   // (fetch_from_cache still proves it complete before serving it).
-  bool has_cached_snapshot(const FetchRequest& request) const;
-  Result<std::vector<std::string>> choose_variants(const FetchRequest& request,
+  bool has_cached_snapshot(const fetch::Request& request) const;
+  Result<std::vector<std::string>> choose_variants(const fetch::Request& request,
                                                    const std::vector<std::string>& names) const;
   // [signatures] (hub/fetch_signatures.cpp): the policy's trusted root, loaded on first use.
   Result<const SignatureVerifier*> signature_verifier();
   // Keeps the receipt for the result and applies the policy: enforce refuses, warn warns.
-  Result<void> admit_signature(const FetchRequest& request, SignatureReceipt receipt);
+  Result<void> admit_signature(const fetch::Request& request, SignatureReceipt receipt);
   // A cached variant's receipt, verified again from its cached bundle when it is missing,
   // untrusted or stale (another metadata.json, another trusted root), then admitted.
-  Result<void> check_cached_signature(const FetchRequest& request, const std::string& commit,
+  Result<void> check_cached_signature(const fetch::Request& request, const std::string& commit,
                                       const std::string& variant,
                                       const std::vector<FetchedFile>& files);
   // Moves this fetch's receipts and warnings into `result`, with the version they were bound
   // to (`request`'s).
-  void take_signatures(const FetchRequest& request, FetchResult& result);
+  void take_signatures(const fetch::Request& request, FetchResult& result);
 
   HubConfig config_;
   HttpClient& http_;
@@ -175,7 +159,7 @@ HubApi::MoveCheck trusted_moves(const trust::AdminPolicy& policy,
 
 // A legacy lock's hash for `variant` against its files (repo path, object id); ok when the
 // request carries no hashes.
-Result<void> check_locked_hashes(const FetchRequest& request, const std::string& commit,
+Result<void> check_locked_hashes(const fetch::Request& request, const std::string& commit,
                                  const std::string& variant,
                                  const std::vector<std::pair<std::string, std::string>>& files);
 

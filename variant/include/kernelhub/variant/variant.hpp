@@ -3,6 +3,7 @@
 // acceptable on this machine, and pick the preferred one.
 #pragma once
 
+#include <compare>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,6 +24,7 @@ struct Platform {
   std::string os = "linux";     // "linux" | "darwin" | "windows"
 
   std::string describe() const;  // e.g. "torch 2.15, cxx11 ABI, cpu, x86_64-linux"
+  auto operator<=>(const Platform&) const = default;
 };
 
 // Explicit choices from flags; each overrides detection.
