@@ -5,11 +5,12 @@
 namespace kernelhub::fetch {
 
 Result<Ref> Ref::version(std::int64_t n) {
-  if (n < 0) return fail(ErrorCode::invalid_argument, "a version is >= 0, not " + std::to_string(n));
+  if (n < 0)
+    return fail(ErrorCode::invalid_argument, "a version is >= 0, not " + std::to_string(n));
   if (n > kMaxVersion) {
-    return fail(ErrorCode::invalid_argument,
-                "version " + std::to_string(n) + " is out of range (at most " +
-                    std::to_string(kMaxVersion) + ")");
+    return fail(ErrorCode::invalid_argument, "version " + std::to_string(n) +
+                                                 " is out of range (at most " +
+                                                 std::to_string(kMaxVersion) + ")");
   }
   return Ref(static_cast<std::uint64_t>(n));
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <system_error>
 
+#include "fetch_call.hpp"
 #include "kernelhub/hub/fetcher.hpp"
 #include "kernelhub/trust/digest.hpp"
 #include "kernelhub/trust/metadata.hpp"
@@ -99,21 +100,21 @@ Result<void> verify_cached_variant(const fs::path& snapshot, const std::string& 
 
 }  // namespace
 
-bool Fetcher::has_cached_snapshot(const fetch::Request& request) const {
-  auto commit = cached_commit(cache_, request);
+bool FetchCall::has_cached_snapshot(const fetch::Request& request) const {
+  auto commit = cached_commit(f_.cache_, request);
   std::error_code ec;
-  return commit && fs::is_directory(cache_.snapshot_dir(request.repo, *commit) / "build", ec);
+  return commit && fs::is_directory(f_.cache_.snapshot_dir(request.repo, *commit) / "build", ec);
 }
 
-Result<FetchResult> Fetcher::fetch_from_cache(const fetch::Request& request) {
-  auto commit = cached_commit(cache_, request);
+Result<FetchResult> FetchCall::fetch_from_cache(const fetch::Request& request) {
+  auto commit = cached_commit(f_.cache_, request);
   if (!commit) return fail(commit.error());
   return fetch_cached_commit(request, *commit);
 }
 
-Result<FetchResult> Fetcher::fetch_cached_commit(const fetch::Request& request,
-                                                 const std::string& commit) {
-  const fs::path snapshot = cache_.snapshot_dir(request.repo, commit);
+Result<FetchResult> FetchCall::fetch_cached_commit(const fetch::Request& request,
+                                                   const std::string& commit) {
+  const fs::path snapshot = f_.cache_.snapshot_dir(request.repo, commit);
   std::error_code ec;
   std::vector<std::string> names;
   for (fs::directory_iterator it(snapshot / "build", ec), end; !ec && it != end; it.increment(ec)) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "fetch_call.hpp"
 #include "kernelhub/hub/fetcher.hpp"
 
 namespace kernelhub::hub {
@@ -30,9 +31,9 @@ std::optional<int> version_to_sign(const fetch::Request& request) {
 
 }  // namespace
 
-Result<void> Fetcher::admit_signature(const fetch::Request& request, SignatureReceipt receipt) {
+Result<void> FetchCall::admit_signature(const fetch::Request& request, SignatureReceipt receipt) {
   auto verdict =
-      decide_signature(policy_.signatures, request.repo, receipt, version_to_sign(request));
+      decide_signature(f_.policy_.signatures, request.repo, receipt, version_to_sign(request));
   if (!verdict) return fail(verdict.error());
   // Reported by the caller once the fetch succeeds (the client's stderr), not here: a fetch
   // that then fails must not warn about what it never served.
@@ -41,18 +42,19 @@ Result<void> Fetcher::admit_signature(const fetch::Request& request, SignatureRe
   return ok();
 }
 
-Result<void> Fetcher::check_cached_signature(const fetch::Request& request,
-                                             const std::string& commit, const std::string& variant,
-                                             const std::vector<FetchedFile>& files) {
-  if (policy_.signatures.mode == trust::SignatureMode::off) return ok();
+Result<void> FetchCall::check_cached_signature(const fetch::Request& request,
+                                               const std::string& commit,
+                                               const std::string& variant,
+                                               const std::vector<FetchedFile>& files) {
+  if (f_.policy_.signatures.mode == trust::SignatureMode::off) return ok();
   const std::string prefix = "build/" + variant + "/";
   const auto metadata = std::find_if(files.begin(), files.end(), [&](const FetchedFile& f) {
     return f.path == prefix + "metadata.json";
   });
   const std::string etag = metadata == files.end() ? "" : metadata->etag;
   // A trusted receipt of this metadata.json against this root: judged without decoding a key.
-  if (const auto stored = cache_.read_signature_receipt(request.repo, commit, variant)) {
-    auto root_id = trusted_root_id(policy_.signatures);
+  if (const auto stored = f_.cache_.read_signature_receipt(request.repo, commit, variant)) {
+    auto root_id = trusted_root_id(f_.policy_.signatures);
     if (!root_id) return fail(root_id.error());
     if (auto receipt = receipt_from_json(*stored); receipt && receipt->variant == variant &&
                                                    receipt->metadata_etag == etag &&
@@ -60,11 +62,11 @@ Result<void> Fetcher::check_cached_signature(const fetch::Request& request,
       return admit_signature(request, std::move(*receipt));
     }
   }
-  auto verifier = signature_verifier();
+  auto verifier = f_.signature_verifier();
   if (!verifier) return fail(verifier.error());
-  SignatureReceipt receipt = (*verifier)->verify_cached(cache_, request.repo, commit, variant);
-  if (auto written =
-          cache_.write_signature_receipt(request.repo, commit, variant, receipt_to_json(receipt));
+  SignatureReceipt receipt = (*verifier)->verify_cached(f_.cache_, request.repo, commit, variant);
+  if (auto written = f_.cache_.write_signature_receipt(request.repo, commit, variant,
+                                                       receipt_to_json(receipt));
       !written) {
     spdlog::warn("cannot keep the signature receipt of {} build/{}: {}", request.repo.str(),
                  variant, written.error().message);
@@ -72,7 +74,7 @@ Result<void> Fetcher::check_cached_signature(const fetch::Request& request,
   return admit_signature(request, std::move(receipt));
 }
 
-void Fetcher::take_signatures(const fetch::Request& request, FetchResult& result) {
+void FetchCall::take_signatures(const fetch::Request& request, FetchResult& result) {
   result.signed_version = version_to_sign(request);
   result.signatures = std::move(receipts_);
   result.signature_warnings = std::move(signature_warnings_);

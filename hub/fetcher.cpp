@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "fetch_call.hpp"
 #include "fetch_plan.hpp"
 #include "kernelhub/cache/disk_full.hpp"
 #include "kernelhub/hub/kernel_status.hpp"
@@ -73,20 +74,20 @@ HubApi::MoveCheck trusted_moves(const trust::AdminPolicy& policy,
 
 Result<FetchResult> Fetcher::fetch(const fetch::Request& request,
                                    const ProgressCallback& progress) {
-  auto result = fetch_any(request, progress);
+  auto result = FetchCall(*this).fetch_any(request, progress);
   if (!result) return fail(cache::explain_disk_full(std::move(result).error(), cache_.root()));
   return result;
 }
 
-Result<FetchResult> Fetcher::fetch_any(const fetch::Request& request,
-                                       const ProgressCallback& progress) {
+Result<FetchResult> FetchCall::fetch_any(const fetch::Request& request,
+                                         const ProgressCallback& progress) {
   // The publisher decision comes before any request, cache hits and offline mode included.
-  const auto decision = trust::decide_trust(policy_, request.repo.org, trust_env_);
+  const auto decision = trust::decide_trust(f_.policy_, request.repo.org, f_.trust_env_);
   if (!decision.allowed) return fail(decision.code, decision.reason);
-  if (const auto swept = cache_.sweep_stale_temps(kStaleTempAge); swept > 0) {
+  if (const auto swept = f_.cache_.sweep_stale_temps(kStaleTempAge); swept > 0) {
     spdlog::info("removed {} stale partial download(s) from the cache", swept);
   }
-  if (config_.offline) {
+  if (f_.config_.offline) {
     auto cached = fetch_from_cache(request);
     if (!cached && cached.error().code == ErrorCode::offline_not_cached) {
       return fail(ErrorCode::offline_not_cached,
@@ -115,7 +116,7 @@ Result<FetchResult> Fetcher::fetch_any(const fetch::Request& request,
   return online;
 }
 
-Result<std::vector<std::string>> Fetcher::choose_variants(
+Result<std::vector<std::string>> FetchCall::choose_variants(
     const fetch::Request& request, const std::vector<std::string>& names) const {
   std::vector<std::string> sorted = names;
   std::sort(sorted.begin(), sorted.end());
@@ -134,7 +135,7 @@ Result<std::vector<std::string>> Fetcher::choose_variants(
   if (request.target_platform) {
     platform = *request.target_platform;
   } else {
-    auto detected = variant::detect_platform(platform_env_, request.platform);
+    auto detected = variant::detect_platform(f_.platform_env_, request.platform);
     if (!detected) return fail(detected.error());
     platform = *detected;
   }
@@ -143,12 +144,11 @@ Result<std::vector<std::string>> Fetcher::choose_variants(
   return std::vector{*chosen};
 }
 
-Result<std::optional<fetch::Request>> Fetcher::follow_status_redirect(const fetch::Request& request,
-                                                                      const std::string& commit,
-                                                                      int hops) {
-  if (cache_.is_known_missing(request.repo, commit, kKernelStatusFile))
+Result<std::optional<fetch::Request>> FetchCall::follow_status_redirect(
+    const fetch::Request& request, const std::string& commit, int hops) {
+  if (f_.cache_.is_known_missing(request.repo, commit, kKernelStatusFile))
     return std::optional<fetch::Request>();
-  auto status = api_.read_optional_file(request.repo, commit, kKernelStatusFile, kMaxStatusFile);
+  auto status = f_.api_.read_optional_file(request.repo, commit, kKernelStatusFile, kMaxStatusFile);
   if (!status) return fail(status.error());
   if (!*status) {
     status_missing_ = true;  // remembered once the fetch has published (see fetch_online)
@@ -170,7 +170,7 @@ Result<std::optional<fetch::Request>> Fetcher::follow_status_redirect(const fetc
                                                    " times (a loop?)");
   }
   // A redirect changes the publisher: the trust decision is taken again for the destination.
-  KH_TRY(check_destination(policy_, trust_env_, request.repo, destination, "redirects to"));
+  KH_TRY(check_destination(f_.policy_, f_.trust_env_, request.repo, destination, "redirects to"));
   spdlog::warn("{} redirects to {} (revision {})", request.repo.str(), destination.str(),
                (*redirect)->revision);
   KH_TRY_ASSIGN(auto ref, fetch::Ref::revision((*redirect)->revision));
@@ -181,11 +181,11 @@ Result<std::optional<fetch::Request>> Fetcher::follow_status_redirect(const fetc
   return std::optional<fetch::Request>(std::move(next));
 }
 
-Result<FetchResult> Fetcher::fetch_online(const fetch::Request& asked,
-                                          const ProgressCallback& progress, int hops,
-                                          bool retry_resolve) {
+Result<FetchResult> FetchCall::fetch_online(const fetch::Request& asked,
+                                            const ProgressCallback& progress, int hops,
+                                            bool retry_resolve) {
   if (hops == 0) refused_.reset();  // before anything can fail: fetch() reads it after
-  auto commit = resolve_commit(api_, asked, retry_resolve);
+  auto commit = resolve_commit(f_.api_, asked, retry_resolve);
   if (!commit) return fail(commit.error());
   auto guarded = guard_version_move(asked, *commit);
   if (!guarded) return fail(guarded.error());
@@ -204,12 +204,12 @@ Result<FetchResult> Fetcher::fetch_online(const fetch::Request& asked,
   return cached;
 }
 
-Result<FetchResult> Fetcher::fetch_commit(const fetch::Request& asked, const std::string& commit,
-                                          const ProgressCallback& progress, int hops) {
+Result<FetchResult> FetchCall::fetch_commit(const fetch::Request& asked, const std::string& commit,
+                                            const ProgressCallback& progress, int hops) {
   // A renamed or transferred repo (the Hub redirected its API calls, after trusted_moves
   // approved the new name): it is fetched and cached under the name it has now.
   fetch::Request request = asked;
-  if (const auto moved = api_.moved_to(asked.repo)) {
+  if (const auto moved = f_.api_.moved_to(asked.repo)) {
     spdlog::warn("{} was moved on the Hub to {}; fetching it from there", asked.repo.str(),
                  moved->str());
     request.repo = *moved;
@@ -219,7 +219,7 @@ Result<FetchResult> Fetcher::fetch_commit(const fetch::Request& asked, const std
   if (!redirected) return fail(redirected.error());
   if (*redirected) return fetch_online(**redirected, progress, hops + 1);
 
-  auto build = api_.list_tree(request.repo, commit, "build", false);
+  auto build = f_.api_.list_tree(request.repo, commit, "build", false);
   if (!build) {
     if (build.error().code != ErrorCode::entry_not_found) return fail(build.error());
     return fail(ErrorCode::no_matching_variant,
@@ -233,15 +233,15 @@ Result<FetchResult> Fetcher::fetch_commit(const fetch::Request& asked, const std
   if (!variants) return fail(variants.error());
   // Held until this function returns: the plan below sees what an earlier turn published.
   const auto turn =
-      download_gate_
-          ? download_gate_(request.repo.str() + '@' + commit + ' ' + util::join(*variants, ", "))
+      f_.download_gate_
+          ? f_.download_gate_(request.repo.str() + '@' + commit + ' ' + util::join(*variants, ", "))
           : nullptr;
 
-  FetchPlan plan(config_, http_, api_, cache_, request.repo, commit);
+  FetchPlan plan(f_.config_, f_.http_, f_.api_, f_.cache_, request.repo, commit);
   receipts_.clear();
   signature_warnings_.clear();
-  if (policy_.signatures.mode != trust::SignatureMode::off) {
-    auto verifier = signature_verifier();
+  if (f_.policy_.signatures.mode != trust::SignatureMode::off) {
+    auto verifier = f_.signature_verifier();
     if (!verifier) return fail(verifier.error());
     plan.set_signature_hook(
         [&, verifier = *verifier](const std::string& variant, const std::string& etag,
@@ -250,7 +250,7 @@ Result<FetchResult> Fetcher::fetch_commit(const fetch::Request& asked, const std
         });
   }
   for (const auto& variant : *variants) {
-    auto files = api_.list_tree(request.repo, commit, "build/" + variant, true);
+    auto files = f_.api_.list_tree(request.repo, commit, "build/" + variant, true);
     if (!files) return fail(files.error());
     if (request.lock() && !request.lock()->variant_hashes.empty()) {
       std::vector<std::pair<std::string, std::string>> ids;
@@ -266,24 +266,24 @@ Result<FetchResult> Fetcher::fetch_commit(const fetch::Request& asked, const std
   KH_TRY(plan.verify());
   // Receipts before the snapshot: whatever is visible has its verdict recorded.
   for (const auto& receipt : receipts_) {
-    KH_TRY(cache_.write_signature_receipt(request.repo, commit, receipt.variant,
-                                          receipt_to_json(receipt)));
+    KH_TRY(f_.cache_.write_signature_receipt(request.repo, commit, receipt.variant,
+                                             receipt_to_json(receipt)));
   }
   KH_TRY(plan.publish());
 
   KH_TRY(accept_version(asked, commit));
   // Refs last: `kernels` resolves version N offline from refs/vN.
   if (request.ref.is_version() || !is_commit_sha(request.ref.ref_name())) {
-    KH_TRY(cache_.write_ref(request.repo, request.ref.ref_name(), commit));
+    KH_TRY(f_.cache_.write_ref(request.repo, request.ref.ref_name(), commit));
   }
   // Remembered as huggingface_hub does (.no_exist), so a warm fetch does not ask again; only
   // after a successful publish, so a failed fetch leaves nothing behind.
-  if (status_missing_) (void)cache_.mark_missing(request.repo, commit, kKernelStatusFile);
+  if (status_missing_) (void)f_.cache_.mark_missing(request.repo, commit, kKernelStatusFile);
   FetchResult result;
   result.repo = request.repo;
   result.commit = commit;
   result.variants = *variants;
-  result.snapshot_path = cache_.snapshot_dir(request.repo, commit);
+  result.snapshot_path = f_.cache_.snapshot_dir(request.repo, commit);
   result.files = plan.fetched_files();
   take_signatures(request, result);
   return result;

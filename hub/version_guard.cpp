@@ -5,23 +5,25 @@
 // never accepted: the state moves only after a successful publish.
 #include <spdlog/spdlog.h>
 
+#include "fetch_call.hpp"
 #include "kernelhub/hub/fetcher.hpp"
 
 namespace kernelhub::hub {
 
-Result<std::string> Fetcher::guard_version_move(const fetch::Request& request,
-                                                const std::string& offered) {
+Result<std::string> FetchCall::guard_version_move(const fetch::Request& request,
+                                                  const std::string& offered) {
   if (!request.ref.is_version() || request.lock()) return offered;
   const auto version = *request.ref.version_number();
-  auto state = cache_.read_version_state(request.repo, version);
+  auto state = f_.cache_.read_version_state(request.repo, version);
   if (!state || state->accepted == offered) return offered;
   const std::string what = request.repo.str() + " v" + std::to_string(version);
-  if (policy_.allow_version_rollback) {
+  if (f_.policy_.allow_version_rollback) {
     spdlog::warn("{} moved from {} to {}; following it (the admin policy allows rollbacks)", what,
                  state->accepted, offered);
     return offered;
   }
-  auto forward = api_.history_contains(request.repo, offered, state->accepted, kMaxHistoryCommits);
+  auto forward =
+      f_.api_.history_contains(request.repo, offered, state->accepted, kMaxHistoryCommits);
   if (!forward) return fail(forward.error());
   if (*forward) return offered;
 
@@ -30,11 +32,11 @@ Result<std::string> Fetcher::guard_version_move(const fetch::Request& request,
   spdlog::debug("{} moved to {}, which does not descend from {}: refused", what, offered,
                 state->accepted);
   state->refused = offered;
-  KH_TRY(cache_.write_version_state(request.repo, *state));
+  KH_TRY(f_.cache_.write_version_state(request.repo, *state));
   return state->accepted;
 }
 
-std::string Fetcher::served_refusal() const {
+std::string FetchCall::served_refusal() const {
   if (!refused_) return {};
   const auto& r = *refused_;
   return r.what + " moved to " + r.offered + ", which does not descend from " + r.accepted +
@@ -42,7 +44,7 @@ std::string Fetcher::served_refusal() const {
          ". Pin a revision, or set allow_version_rollback in the admin policy, to follow the move";
 }
 
-Error Fetcher::unavailable_after_refusal(const Error& why) const {
+Error FetchCall::unavailable_after_refusal(const Error& why) const {
   const auto& r = *refused_;
   return {why.code, r.what + " moved to " + r.offered + ", which does not descend from " +
                         r.accepted + " (accepted before): the move is refused, and " + r.accepted +
@@ -54,13 +56,13 @@ Error Fetcher::unavailable_after_refusal(const Error& why) const {
                         "policy to follow the move"};
 }
 
-Result<void> Fetcher::accept_version(const fetch::Request& request, const std::string& served) {
+Result<void> FetchCall::accept_version(const fetch::Request& request, const std::string& served) {
   if (!request.ref.is_version() || request.lock()) return ok();
   const auto version = *request.ref.version_number();
-  auto state = cache_.read_version_state(request.repo, version);
+  auto state = f_.cache_.read_version_state(request.repo, version);
   if (state && state->accepted == served) return ok();
-  return cache_.write_version_state(request.repo,
-                                    cache::VersionState{version, served, std::nullopt});
+  return f_.cache_.write_version_state(request.repo,
+                                       cache::VersionState{version, served, std::nullopt});
 }
 
 }  // namespace kernelhub::hub

@@ -80,52 +80,12 @@ class Fetcher {
   void set_download_gate(DownloadGate gate) { download_gate_ = std::move(gate); }
 
  private:
-  // fetch() without the advice a full cache's error gets there.
-  Result<FetchResult> fetch_any(const fetch::Request& request, const ProgressCallback& progress);
-  // `hops`: redirects followed so far (bounded, each trust-checked). retry_resolve=false: the
-  // revision/refs lookup gets one attempt (a cached snapshot can answer instead).
-  Result<FetchResult> fetch_online(const fetch::Request& request, const ProgressCallback& progress,
-                                   int hops = 0, bool retry_resolve = true);
-  // The rest of fetch_online once `commit` is decided (the rollback guard's choice): the
-  // repo's move and kernel-status redirect, the listing, the download and the publish.
-  Result<FetchResult> fetch_commit(const fetch::Request& asked, const std::string& commit,
-                                   const ProgressCallback& progress, int hops);
-  // The destination request when the repo's kernel-status.toml redirects, after the trust
-  // decision for the destination's publisher; nullopt when there is no redirect.
-  Result<std::optional<fetch::Request>> follow_status_redirect(const fetch::Request& request,
-                                                               const std::string& commit, int hops);
-  Result<FetchResult> fetch_from_cache(const fetch::Request& request);
-  // The same for one given commit of the request's repo (the one the rollback guard kept).
-  Result<FetchResult> fetch_cached_commit(const fetch::Request& request, const std::string& commit);
-  // The commit to serve for a version request the Hub resolved to `offered`: `offered` when
-  // nothing was accepted for that vN yet, when it descends from the accepted commit, or when
-  // the admin policy allows rollbacks; else the accepted commit, with the refusal recorded
-  // (refused_, the cache's version state).
-  Result<std::string> guard_version_move(const fetch::Request& request, const std::string& offered);
-  // A refused move once the accepted commit is served: the result's refused_move (and a
-  // warning), which says what is served. And the error when it cannot be served: the move
-  // was refused, and `why` the accepted commit is not available (its code is kept).
-  std::string served_refusal() const;
-  Error unavailable_after_refusal(const Error& why) const;
-  // After a successful publish: the served commit becomes the accepted one.
-  Result<void> accept_version(const fetch::Request& request, const std::string& served);
-  // Cheap: the cache names a commit for the request and holds its snapshot's build/ folder
-  // (fetch_from_cache still proves it complete before serving it).
-  bool has_cached_snapshot(const fetch::Request& request) const;
-  Result<std::vector<std::string>> choose_variants(const fetch::Request& request,
-                                                   const std::vector<std::string>& names) const;
+  // Each fetch() runs as its own FetchCall (hub/fetch_call.hpp): what one fetch learns (a
+  // refused move, receipts, a missing kernel-status.toml) lives in that value, so a Fetcher
+  // can be called again, and again after a failure, without state from the last call.
+  friend class FetchCall;
   // [signatures] (hub/fetch_signatures.cpp): the policy's trusted root, loaded on first use.
   Result<const SignatureVerifier*> signature_verifier();
-  // Keeps the receipt for the result and applies the policy: enforce refuses, warn warns.
-  Result<void> admit_signature(const fetch::Request& request, SignatureReceipt receipt);
-  // A cached variant's receipt, verified again from its cached bundle when it is missing,
-  // untrusted or stale (another metadata.json, another trusted root), then admitted.
-  Result<void> check_cached_signature(const fetch::Request& request, const std::string& commit,
-                                      const std::string& variant,
-                                      const std::vector<FetchedFile>& files);
-  // Moves this fetch's receipts and warnings into `result`, with the version they were bound
-  // to (`request`'s).
-  void take_signatures(const fetch::Request& request, FetchResult& result);
 
   HubConfig config_;
   HttpClient& http_;
@@ -133,16 +93,7 @@ class Fetcher {
   trust::AdminPolicy policy_;
   trust::TrustEnvironment trust_env_;
   util::Environment platform_env_;
-  bool status_missing_ = false;  // this fetch's repo has no kernel-status.toml
-  struct RefusedMove {
-    std::string what;  // "org/name vN"
-    std::string offered;
-    std::string accepted;
-  };
-  std::optional<RefusedMove> refused_;  // this fetch's refused vN move, if any
   std::optional<SignatureVerifier> signature_verifier_;
-  std::vector<SignatureReceipt> receipts_;  // this fetch's, in variant order
-  std::vector<std::string> signature_warnings_;
   DownloadGate download_gate_;
   HubApi api_;
 };
