@@ -33,7 +33,7 @@ Result<nlohmann::json> FetchService::import_bundle(int fd,
   cache.set_published_blob_mode(0444);  // the shared cache: read-only from the moment it is visible
   auto imported = cache::bundle::import_bundle(fd, cache, options);
   if (!imported) return fail(imported.error());
-  forget_all();
+  memo_.forget_all();
   for (const auto& repo : *imported) {
     spdlog::info("imported {}@{} from a bundle ({} files)", repo.repo.str(), repo.commit,
                  repo.files);

@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "kernelhub/cache/handout.hpp"
+#include "hand_out.hpp"
 #include "kernelhub/daemon/upstream_http.hpp"
 #include "kernelhub/trust/lockfile.hpp"
 #include "kernelhub/util/error_table.hpp"
@@ -10,16 +10,6 @@
 namespace kernelhub::daemon {
 
 namespace fs = std::filesystem;
-
-struct FetchService::Manifest {
-  trust::RepoId repo;
-  std::string commit;
-  std::vector<std::string> variants;
-  std::string snapshot_path;
-  std::vector<hub::FetchedFile> files;
-  std::vector<hub::SignatureReceipt> signatures;  // [signatures] on: one per variant
-  std::optional<int> signed_version;              // what their metadata.json must state
-};
 
 struct FetchService::Flight {
   std::mutex mutex;
@@ -61,9 +51,9 @@ FetchService::FetchService(fs::path cache_root, UniqueFd root_fd, util::Environm
     : root_(std::move(cache_root)),
       root_fd_(std::move(root_fd)),
       env_(std::move(env)),
-      resolve_ttl_(resolve_ttl),
       counters_(counters),
-      policy_(std::make_shared<const trust::AdminPolicy>()) {}
+      policy_(std::make_shared<const trust::AdminPolicy>()),
+      memo_(resolve_ttl) {}
 
 FetchService::~FetchService() {
   std::list<std::pair<std::shared_ptr<Flight>, std::thread>> threads;
@@ -88,7 +78,7 @@ void FetchService::set_policy(trust::AdminPolicy policy) {
   const auto& now = next->signatures;
   if (was.trusted_root != now.trusted_root ||
       (was.mode == trust::SignatureMode::off && now.mode != trust::SignatureMode::off)) {
-    forget_all();
+    memo_.forget_all();
   }
 }
 
@@ -135,9 +125,10 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
 
   const fetch::ResolveKey resolve_key{request.repo, request.ref};
   const fetch::Selection selection = fetch::Selection::of(request);
-  if (auto manifest = warm_manifest(resolve_key, selection)) {
+  if (auto manifest = memo_.warm(resolve_key, selection)) {
     KH_TRY(may_hand_out(*manifest));
-    auto out = hand_out(*manifest, client.id, client.with_fds, true, /*warm=*/true);
+    auto out = hand_out(*manifest, root_fd_.get(), *policy(), counters_,
+                        {client.id, client.with_fds, /*from_cache=*/true, /*warm=*/true});
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
@@ -145,7 +136,7 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
     if (is_signature_error(out.error().code)) return out;
     spdlog::warn("cached manifest of {} no longer matches the cache ({}); fetching again",
                  repo.str(), out.error().message);
-    forget_all();
+    memo_.forget_all();
   }
 
   auto flight = join_or_start({resolve_key, selection, client.offline}, request, client.name);
@@ -182,40 +173,13 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
     }
     return fail(result.error());
   }
-  Manifest manifest{
-      result->repo,  result->commit,     result->variants,      result->snapshot_path.string(),
-      result->files, result->signatures, result->signed_version};
+  const Manifest manifest = Manifest::of(*result);
   KH_TRY(may_hand_out(manifest));
-  auto out = hand_out(manifest, client.id, client.with_fds, result->from_cache, /*warm=*/false);
+  auto out = hand_out(manifest, root_fd_.get(), *policy(), counters_,
+                      {client.id, client.with_fds, result->from_cache, /*warm=*/false});
   if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
   if (out && !result->refused_move.empty()) out->reply.refused_move = result->refused_move;
   return out;
-}
-
-std::shared_ptr<const FetchService::Manifest> FetchService::warm_manifest(
-    const fetch::ResolveKey& resolve_key, const fetch::Selection& selection) {
-  std::lock_guard lock(memo_mutex_);
-  const auto resolved = resolved_.find(resolve_key);
-  if (resolved == resolved_.end() || resolved->second.expires < std::chrono::steady_clock::now())
-    return nullptr;
-  const auto manifest =
-      manifests_.find(fetch::ManifestKey{resolve_key.repo, resolved->second.commit, selection});
-  return manifest == manifests_.end() ? nullptr : manifest->second;
-}
-
-void FetchService::remember(const fetch::FlightKey& key, const hub::FetchResult& result) {
-  auto manifest = std::make_shared<const Manifest>(
-      Manifest{result.repo, result.commit, result.variants, result.snapshot_path.string(),
-               result.files, result.signatures, result.signed_version});
-  std::lock_guard lock(memo_mutex_);
-  resolved_[key.resolve] = {result.commit, std::chrono::steady_clock::now() + resolve_ttl_};
-  manifests_[fetch::ManifestKey{result.repo, result.commit, key.selection}] = std::move(manifest);
-}
-
-void FetchService::forget_all() {
-  std::lock_guard lock(memo_mutex_);
-  resolved_.clear();
-  manifests_.clear();
 }
 
 std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const fetch::FlightKey& key,
@@ -260,7 +224,7 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const fetch::F
         }
         // Later requests with this key find the warm memo, or start a new
         // flight.
-        if (*flight->result) remember(key, flight->result->value());
+        if (*flight->result) memo_.remember(key, flight->result->value());
         std::lock_guard done(flights_mutex_);
         if (const auto it = flights_.find(key); it != flights_.end() && it->second == flight)
           flights_.erase(it);
@@ -323,49 +287,6 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, fetch::Requ
   flight->cv.notify_all();
 }
 
-Result<HandOut> FetchService::hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
-                                       bool from_cache, bool warm) const {
-  HandOut out;
-  // [signatures]: the receipts judged by the policy in force now, at every hand-out.
-  const auto policy_now = policy();
-  for (const auto& receipt : manifest.signatures) {
-    auto verdict = hub::decide_signature(policy_now->signatures, manifest.repo, receipt,
-                                         manifest.signed_version);
-    if (!verdict) {
-      counters_.signatures_refused.fetch_add(1, std::memory_order_relaxed);
-      return fail(verdict.error());
-    }
-    if (*verdict) out.reply.signature_warnings.push_back(std::move(**verdict));
-  }
-  if (!out.reply.signature_warnings.empty()) {
-    counters_.signatures_warned.fetch_add(1, std::memory_order_relaxed);
-  }
-  out.reply.id = id;
-  out.reply.repo = manifest.repo.str();
-  out.reply.commit = manifest.commit;
-  out.reply.variants = manifest.variants;
-  out.reply.from_cache = from_cache;
-  out.reply.snapshot_path = manifest.snapshot_path;
-  std::vector<cache::HandoutFile> files;
-  files.reserve(manifest.files.size());
-  for (const auto& file : manifest.files) files.push_back({file.path, file.etag, file.size});
-  // The shared cache is read-only once published (0444), whoever wrote it. A warm manifest's
-  // snapshot links were checked at its first hand-out.
-  auto fds = cache::open_handout(root_fd_.get(), manifest.repo, manifest.commit, files,
-                                 cache::HandoutOptions{0222, !warm});
-  if (!fds) return fail(fds.error());
-  for (std::size_t i = 0; i < manifest.files.size(); ++i) {
-    const auto& file = manifest.files[i];
-    proto::FetchedFile entry{file.path, file.size, file.sha256, std::nullopt};
-    if (with_fds) {
-      entry.fd = out.fds.size();
-      out.fds.push_back(std::move((*fds)[i]));
-    }
-    out.reply.files.push_back(std::move(entry));
-  }
-  return out;
-}
-
 Result<FetchService::VerifyOutcome> FetchService::verify(const std::optional<trust::RepoId>& repo) {
   std::unique_lock lock(maintenance_);
   const cache::KernelCache cache(root_);
@@ -374,14 +295,14 @@ Result<FetchService::VerifyOutcome> FetchService::verify(const std::optional<tru
   auto receipts = hub::recheck_receipts(cache, repo, policy()->signatures);
   if (!receipts) return fail(receipts.error());
   // Warm manifests carry the receipts they were handed out with.
-  if (!blobs->corrupt.empty() || !receipts->changed.empty()) forget_all();
+  if (!blobs->corrupt.empty() || !receipts->changed.empty()) memo_.forget_all();
   return VerifyOutcome{std::move(*blobs), std::move(*receipts)};
 }
 
 Result<cache::GcReport> FetchService::gc() {
   std::unique_lock lock(maintenance_);
   auto report = cache::collect_garbage(cache::KernelCache(root_));
-  forget_all();
+  memo_.forget_all();
   return report;
 }
 

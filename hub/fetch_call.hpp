@@ -63,7 +63,6 @@ class FetchCall {
   // to (`request`'s).
   void take_signatures(const fetch::Request& request, FetchResult& result);
 
-
   Fetcher& f_;
   bool status_missing_ = false;  // this fetch's repo has no kernel-status.toml
   struct RefusedMove {
@@ -71,7 +70,7 @@ class FetchCall {
     std::string offered;
     std::string accepted;
   };
-  std::optional<RefusedMove> refused_;  // this fetch's refused vN move, if any
+  std::optional<RefusedMove> refused_;      // this fetch's refused vN move, if any
   std::vector<SignatureReceipt> receipts_;  // this fetch's, in variant order
   std::vector<std::string> signature_warnings_;
 };

@@ -25,6 +25,7 @@
 #include "kernelhub/cache/maintenance.hpp"
 #include "kernelhub/daemon/commit_turns.hpp"
 #include "kernelhub/daemon/counters.hpp"
+#include "kernelhub/daemon/manifest_memo.hpp"
 #include "kernelhub/fetch/flight_key.hpp"
 #include "kernelhub/hub/fetcher.hpp"
 #include "kernelhub/hub/receipt_check.hpp"
@@ -104,11 +105,6 @@ class FetchService {
   struct Flight;
 
  private:
-  struct Manifest;
-  std::shared_ptr<const Manifest> warm_manifest(const fetch::ResolveKey& resolve_key,
-                                                const fetch::Selection& selection);
-  void remember(const fetch::FlightKey& key, const hub::FetchResult& result);
-  void forget_all();
   Result<HandOut> fetch_unlogged(const fetch::Request& request, const ClientContext& client);
   std::shared_ptr<Flight> join_or_start(const fetch::FlightKey& key, fetch::Request request,
                                         std::string client);
@@ -116,15 +112,10 @@ class FetchService {
   bool wait_turn(std::uint64_t ticket);
   void run_flight(const std::shared_ptr<Flight>& flight, fetch::Request request, bool offline,
                   const std::string& client);
-  // `warm`: a memoised manifest, whose snapshot links an earlier hand-out checked.
-  // The receipts of `manifest` are judged by the policy in force now ([signatures]).
-  Result<HandOut> hand_out(const Manifest& manifest, proto::RequestId id, bool with_fds,
-                           bool from_cache, bool warm) const;
 
   std::filesystem::path root_;
   UniqueFd root_fd_;
   util::Environment env_;
-  std::chrono::seconds resolve_ttl_;
   AtomicCounters& counters_;
 
   mutable std::mutex policy_mutex_;
@@ -133,13 +124,7 @@ class FetchService {
   // Downloads hold it shared; verify and gc exclusively, so they never see half a publish.
   std::shared_mutex maintenance_;
 
-  std::mutex memo_mutex_;
-  struct Resolved {
-    std::string commit;
-    std::chrono::steady_clock::time_point expires;
-  };
-  std::map<fetch::ResolveKey, Resolved> resolved_;
-  std::map<fetch::ManifestKey, std::shared_ptr<const Manifest>> manifests_;
+  ManifestMemo memo_;  // the warm path
 
   // Flights that resolved to the same (repo, commit, variants) download it one at a time.
   CommitTurns commit_turns_;
