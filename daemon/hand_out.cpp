@@ -9,8 +9,8 @@ Result<HandOut> hand_out(const Manifest& manifest, int root_fd, const trust::Adm
                          AtomicCounters& counters, const HandOutOptions& options) {
   HandOut out;
   for (const auto& receipt : manifest.signatures) {
-    auto verdict = hub::decide_signature(policy.signatures, manifest.repo, receipt,
-                                         manifest.signed_version);
+    auto verdict =
+        hub::decide_signature(policy.signatures, manifest.repo, receipt, manifest.signed_version);
     if (!verdict) {
       counters.signatures_refused.fetch_add(1, std::memory_order_relaxed);
       return fail(verdict.error());

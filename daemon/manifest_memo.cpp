@@ -11,8 +11,7 @@ std::shared_ptr<const Manifest> ManifestMemo::warm(const fetch::ResolveKey& reso
                                                    const fetch::Selection& selection) {
   std::lock_guard lock(mutex_);
   const auto resolved = resolved_.find(resolve_key);
-  if (resolved == resolved_.end() || resolved->second.expires < now_())
-    return nullptr;
+  if (resolved == resolved_.end() || resolved->second.expires < now_()) return nullptr;
   const auto manifest =
       manifests_.find(fetch::ManifestKey{resolve_key.repo, resolved->second.commit, selection});
   return manifest == manifests_.end() ? nullptr : manifest->second;

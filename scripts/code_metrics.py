@@ -104,6 +104,7 @@ DOCUMENTED_MODULE_USES = {
 RECUT_HOME = {
     "util": "trust",
     "variant": "hub",
+    "fetch": "hub",  # hub::FetchRequest's room; proto converting it is a new edge
     "http": "hub/server",
     "cli": "client/cli",
     "attention": "client/attention",

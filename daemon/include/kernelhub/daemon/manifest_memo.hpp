@@ -35,8 +35,8 @@ class ManifestMemo {
  public:
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
   // `now`: the clock the TTL is read on (tests step their own).
-  explicit ManifestMemo(std::chrono::seconds resolve_ttl,
-                        Clock now = [] { return std::chrono::steady_clock::now(); })
+  explicit ManifestMemo(
+      std::chrono::seconds resolve_ttl, Clock now = [] { return std::chrono::steady_clock::now(); })
       : resolve_ttl_(resolve_ttl), now_(std::move(now)) {}
 
   // The manifest for what `resolve_key` resolved to within its TTL, under `selection`; null
