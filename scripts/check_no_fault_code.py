@@ -11,13 +11,15 @@ import subprocess
 import sys
 
 SYMBOL = re.compile(r"(?<![dD]e)fault", re.IGNORECASE)
+# Reserved names (__sanitizer::..., __asan_...) are the runtimes a sanitizer build links.
+RUNTIME = re.compile(r"^_?__(?!GLOBAL__sub_I)")
 STRINGS = (b"/_kernelhub/", b"--fault-", b"injected failure", b"InjectedFault")
 
 
 def findings(binary: str) -> list[str]:
     nm = subprocess.run(["nm", "-C", binary], capture_output=True, text=True, check=True)
-    found = [f"symbol {line.split(' ', 2)[-1]}" for line in nm.stdout.splitlines()
-             if SYMBOL.search(line)]
+    names = [line.split(" ", 2)[-1] for line in nm.stdout.splitlines()]
+    found = [f"symbol {name}" for name in names if SYMBOL.search(name) and not RUNTIME.match(name)]
     with open(binary, "rb") as f:
         data = f.read()
     found += [f"string {s.decode()!r}" for s in STRINGS if s in data]
