@@ -132,6 +132,9 @@ void FaultHooks::shape_body(const FileDownload& file, FileBody& body) {
     counted.write = [&](const char* data, std::size_t n) {
       const std::uint64_t pos = first + offset + written;
       written += n;
+      // Counted before the send: a test reads the count as soon as its client gives up,
+      // while this send may still be blocked on the socket.
+      if (plan.trickle_bytes_per_second > 0 || plan.endless) add_paced(n);
       if (!plan.corrupt_one_byte || flip < pos || flip >= pos + n) return sink.write(data, n);
       std::string copy(data, n);
       copy[flip - pos] = static_cast<char>(copy[flip - pos] ^ 0x5a);
@@ -139,7 +142,6 @@ void FaultHooks::shape_body(const FileDownload& file, FileBody& body) {
     };
     const bool wrote = inner(offset, want, counted);
     progress->sent += written;
-    if (plan.trickle_bytes_per_second > 0 || plan.endless) add_paced(written);
     return wrote;
   };
 }
