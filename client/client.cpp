@@ -69,7 +69,8 @@ Result<fetch::Request> with_platform(fetch::Request request, const util::Environ
 
 }  // namespace
 
-Result<FetchedKernel> Client::fetch(const fetch::Request& request, hub::ProgressCallback progress) {
+Result<FetchedKernel> Client::fetch(const fetch::Request& request,
+                                    const hub::ProgressCallback& progress) {
   auto full = with_platform(request, impl_->env);
   if (!full) return fail(full.error());
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
@@ -79,7 +80,7 @@ Result<FetchedKernel> Client::fetch(const fetch::Request& request, hub::Progress
 }
 
 Result<FetchedKernel> Client::prefetch(const fetch::Request& request,
-                                       hub::ProgressCallback progress) {
+                                       const hub::ProgressCallback& progress) {
   auto full = with_platform(request, impl_->env);
   if (!full) return fail(full.error());
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {

@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <mutex>
 #include <thread>
 
@@ -169,10 +170,10 @@ Result<void> Daemon::start() {
 bool Daemon::step(std::chrono::milliseconds timeout) {
   Impl& d = *impl_;
   if (!d.listener || d.stopping.load()) return false;
-  pollfd fds[3] = {{d.listener->get(), POLLIN, 0},
-                   {d.wake_read.get(), POLLIN, 0},
-                   {d.signals ? d.signals.get() : -1, POLLIN, 0}};
-  const int n = ::poll(fds, 3, static_cast<int>(timeout.count()));
+  std::array<pollfd, 3> fds{{{d.listener->get(), POLLIN, 0},
+                             {d.wake_read.get(), POLLIN, 0},
+                             {d.signals ? d.signals.get() : -1, POLLIN, 0}}};
+  const int n = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
   d.reap(false);
   if (const auto now = d.counters.snapshot();
       !(now.requests == d.last_status.requests &&

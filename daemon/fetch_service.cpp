@@ -237,7 +237,7 @@ std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const fetch::F
   return flight;
 }
 
-void FetchService::run_flight(const std::shared_ptr<Flight>& flight, fetch::Request request,
+void FetchService::run_flight(const std::shared_ptr<Flight>& flight, const fetch::Request& request,
                               bool offline, const std::string& client) {
   std::shared_lock maintenance(maintenance_);
   hub::HubConfig config = hub::HubConfig::from(env_);

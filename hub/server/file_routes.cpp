@@ -46,7 +46,8 @@ bool write_body(BodyState& s, std::uint64_t first, std::size_t offset, std::size
                 httplib::DataSink& sink) {
   const std::uint64_t pos = first + offset;
   if (pos >= s.file_size) return false;
-  const std::size_t want = std::min<std::uint64_t>({length, kChunk, s.file_size - pos});
+  const auto want =
+      static_cast<std::size_t>(std::min<std::uint64_t>({length, kChunk, s.file_size - pos}));
   if (s.map) return sink.write(s.map + pos, want);
   ssize_t n;
   do {

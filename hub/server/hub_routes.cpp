@@ -17,7 +17,7 @@
 namespace kernelhub::hub::server {
 namespace {
 
-using json = nlohmann::json;
+using Json = nlohmann::json;
 
 constexpr const char* kRepoApi = R"(/api/(kernels|models)/([^/]+)/([^/]+))";
 constexpr std::size_t kMaxCommitPage = 1'000'000;
@@ -38,9 +38,9 @@ bool truthy_param(const httplib::Request& req, const char* name) {
   return req.has_param(name) && util::is_truthy(req.get_param_value(name));
 }
 
-json entry_json(const TreeEntry& e) {
+Json entry_json(const TreeEntry& e) {
   if (!e.is_file) return {{"type", "directory"}, {"path", e.path}, {"oid", e.oid}};
-  json j = {{"type", "file"}, {"path", e.path}, {"oid", e.oid}, {"size", e.size}};
+  Json j = {{"type", "file"}, {"path", e.path}, {"oid", e.oid}, {"size", e.size}};
   if (e.lfs_sha256) {
     j["lfs"] = {{"oid", *e.lfs_sha256},
                 {"size", e.size},
@@ -49,8 +49,8 @@ json entry_json(const TreeEntry& e) {
   return j;
 }
 
-json refs_json(const std::vector<GitRef>& refs) {
-  json out = json::array();
+Json refs_json(const std::vector<GitRef>& refs) {
+  Json out = Json::array();
   for (const auto& r : refs)
     out.push_back({{"name", r.name}, {"ref", r.ref}, {"targetCommit", r.target_commit}});
   return out;
@@ -109,10 +109,10 @@ void repo_info(const Table& t, const httplib::Request& req, httplib::Response& r
                const RepoTarget& target, const std::string& revision) {
   auto where = whole_revision(t, target.repo, revision);
   if (!where) return t.error(req, res, where.error());
-  json info = {{"_id", target.repo.str()}, {"id", target.repo.str()}, {"author", target.repo.org},
+  Json info = {{"_id", target.repo.str()}, {"id", target.repo.str()}, {"author", target.repo.org},
                {"sha", where->commit},     {"private", false},        {"gated", false},
                {"disabled", false},        {"downloads", 0},          {"likes", 0},
-               {"tags", json::array()}};
+               {"tags", Json::array()}};
   auto summary = t.source.commit(target.repo, where->commit);
   if (!summary) return t.error(req, res, summary.error());
   if (*summary) {
@@ -124,10 +124,10 @@ void repo_info(const Table& t, const httplib::Request& req, httplib::Response& r
     auto files = t.source.tree(target.repo, where->commit, "", true);
     if (!files) return t.error(req, res, files.error());
     const bool blobs = truthy_param(req, "blobs");
-    json siblings = json::array();
+    Json siblings = Json::array();
     for (const auto& f : *files) {
       if (!f.is_file) continue;
-      json s = {{"rfilename", f.path}};
+      Json s = {{"rfilename", f.path}};
       if (blobs) {
         s["size"] = f.size;
         s["blobId"] = f.oid;
@@ -148,10 +148,10 @@ void refs(const Table& t, const httplib::Request& req, httplib::Response& res,
           const RepoTarget& target) {
   auto refs = t.source.refs(target.repo);
   if (!refs) return t.error(req, res, refs.error());
-  json out = {{"branches", refs_json(refs->branches)},
-              {"converts", json::array()},
+  Json out = {{"branches", refs_json(refs->branches)},
+              {"converts", Json::array()},
               {"tags", refs_json(refs->tags)}};
-  if (truthy_param(req, "include_prs")) out["pullRequests"] = json::array();  // none here
+  if (truthy_param(req, "include_prs")) out["pullRequests"] = Json::array();  // none here
   http::send_json(res, out);
 }
 
@@ -171,7 +171,7 @@ void tree(const Table& t, const httplib::Request& req, httplib::Response& res,
   const std::size_t page = std::max<std::size_t>(1, t.source.page_size());
   const std::size_t begin = std::min(*cursor, entries->size());
   const std::size_t end = begin + std::min(page, entries->size() - begin);
-  json out = json::array();
+  Json out = Json::array();
   for (std::size_t i = begin; i < end; ++i) out.push_back(entry_json((*entries)[i]));
   if (end < entries->size()) {
     // Next pages are addressed by commit sha, so a branch moving mid-listing cannot mix trees.
@@ -196,7 +196,7 @@ void commits(const Table& t, const httplib::Request& req, httplib::Response& res
     return t.error(req, res, {ErrorCode::invalid_request, "invalid page"});
   const std::size_t page = std::max<std::size_t>(1, t.source.page_size());
   const std::size_t begin = *page_number * page;
-  json out = json::array();
+  Json out = Json::array();
   std::optional<std::string> next = head->commit;
   bool more = false;
   for (std::size_t index = 0; next; ++index) {
@@ -217,7 +217,7 @@ void commits(const Table& t, const httplib::Request& req, httplib::Response& res
       out.push_back({{"id", c.id},
                      {"title", c.message.substr(0, newline)},
                      {"message", newline == std::string::npos ? "" : c.message.substr(newline + 1)},
-                     {"authors", json::array({{{"user", "kernelhub"}}})},
+                     {"authors", Json::array({{{"user", "kernelhub"}}})},
                      {"date", http::iso_time(c.timestamp)}});
     }
     next = c.parent;
@@ -243,7 +243,7 @@ Result<std::vector<std::string>> requested_paths(const httplib::Request& req) {
     return fail(ErrorCode::invalid_request, "bad paths-info body: " + body.error().message);
   try {
     for (const auto& p : body->at("paths")) paths.push_back(p.get<std::string>());
-  } catch (const json::exception& e) {
+  } catch (const Json::exception& e) {
     return fail(ErrorCode::invalid_request, std::string("bad paths-info body: ") + e.what());
   }
   return paths;
@@ -255,7 +255,7 @@ void paths_info(const Table& t, const httplib::Request& req, httplib::Response& 
   if (!paths) return t.error(req, res, paths.error());
   auto where = whole_revision(t, target.repo, req.matches[4]);
   if (!where) return t.error(req, res, where.error());
-  json out = json::array();
+  Json out = Json::array();
   for (const auto& path : *paths) {  // unknown paths are silently omitted, as on the Hub
     auto entry = t.source.find(target.repo, where->commit, path);
     if (!entry) return t.error(req, res, entry.error());

@@ -213,9 +213,10 @@ TEST_CASE("the local Hub and kernelhub serve answer from one route table", "[dae
   };
   const std::string api = "/api/kernels/" + kKernelRepo.str();
   // The same repo through both sources: the store itself, and kernelhubd's upstream memo of it.
-  for (const std::string& path :
-       {api + "/refs", api + "/tree/v1", api + "/tree/v1/build?recursive=true",
-        api + "/tree/main/build/" + kCpuVariant}) {
+  for (const std::string& tail :
+       {std::string("/refs"), std::string("/tree/v1"), std::string("/tree/v1/build?recursive=true"),
+        "/tree/main/build/" + kCpuVariant}) {
+    const std::string path = api + tail;
     INFO(path);
     CHECK(json_of(local, path) == json_of(store, path));
   }

@@ -18,8 +18,8 @@ void send_failure(httplib::Response& res, const FaultPlan& plan) {
   if (plan.fail_status == 429) {
     const std::string t = std::to_string(plan.retry_after_seconds);
     res.set_header("Retry-After", t);
-    res.set_header("RateLimit", "\"api\";r=0;t=" + t);
-    res.set_header("RateLimit-Policy", "\"fixed window\";\"api\";q=500;w=300");
+    res.set_header("RateLimit", R"("api";r=0;t=)" + t);
+    res.set_header("RateLimit-Policy", R"("fixed window";"api";q=500;w=300)");
     return http::send_error(res, 429, "RateLimited", "rate limited (injected fault)");
   }
   if (plan.retry_after_seconds > 0)

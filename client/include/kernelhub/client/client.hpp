@@ -85,10 +85,11 @@ class Client {
   std::string where() const;
 
   // Resolve, trust-check, download if needed, verify; hands out an fd per file.
-  Result<FetchedKernel> fetch(const fetch::Request& request, hub::ProgressCallback progress = {});
+  Result<FetchedKernel> fetch(const fetch::Request& request,
+                              const hub::ProgressCallback& progress = {});
   // The same pipeline for warming the cache; no fds are handed out.
   Result<FetchedKernel> prefetch(const fetch::Request& request,
-                                 hub::ProgressCallback progress = {});
+                                 const hub::ProgressCallback& progress = {});
 
   // Replies as in docs/protocol.md (the `type` and `id` members removed). Embedded status
   // is {"mode":"embedded","cache_root":...}; daemon status gains "mode":"daemon".

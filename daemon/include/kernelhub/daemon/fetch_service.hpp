@@ -110,8 +110,8 @@ class FetchService {
                                         std::string client);
   // Blocks until flight `ticket` may download; false when stop_queued() came first.
   bool wait_turn(std::uint64_t ticket);
-  void run_flight(const std::shared_ptr<Flight>& flight, fetch::Request request, bool offline,
-                  const std::string& client);
+  void run_flight(const std::shared_ptr<Flight>& flight, const fetch::Request& request,
+                  bool offline, const std::string& client);
 
   std::filesystem::path root_;
   UniqueFd root_fd_;

@@ -20,6 +20,7 @@ struct Selection {
   std::optional<LockPin> lock;
 
   static Selection of(const Request& r) { return {r.variants, r.target_platform, r.lock()}; }
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 takes the defaulted <=> for a 0
   auto operator<=>(const Selection&) const = default;
 };
 
@@ -27,6 +28,7 @@ struct Selection {
 struct ResolveKey {
   trust::RepoId repo;
   Ref ref;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 takes the defaulted <=> for a 0
   auto operator<=>(const ResolveKey&) const = default;
 };
 
@@ -35,6 +37,7 @@ struct ManifestKey {
   trust::RepoId repo;
   std::string commit;
   Selection selection;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 takes the defaulted <=> for a 0
   auto operator<=>(const ManifestKey&) const = default;
 };
 
@@ -43,6 +46,7 @@ struct FlightKey {
   ResolveKey resolve;
   Selection selection;
   bool offline = false;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 takes the defaulted <=> for a 0
   auto operator<=>(const FlightKey&) const = default;
 };
 

@@ -37,6 +37,7 @@ class Ref {
   // For messages, after the repo: "v1", or "@main" for a revision ("org/name v1").
   std::string describe() const;
 
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 takes the defaulted <=> for a 0
   auto operator<=>(const Ref&) const = default;
 
  private:

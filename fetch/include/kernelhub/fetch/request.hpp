@@ -30,6 +30,7 @@ class VariantChoice {
   // The named variant, or nullopt.
   std::optional<std::string> name() const;
 
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 takes the defaulted <=> for a 0
   auto operator<=>(const VariantChoice&) const = default;
 
  private:
@@ -45,6 +46,7 @@ class VariantChoice {
 // download and against the cached blob names offline.
 struct LockPin {
   std::map<std::string, std::string> variant_hashes;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 takes the defaulted <=> for a 0
   auto operator<=>(const LockPin&) const = default;
 };
 

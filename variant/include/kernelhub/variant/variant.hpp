@@ -24,6 +24,7 @@ struct Platform {
   std::string os = "linux";     // "linux" | "darwin" | "windows"
 
   std::string describe() const;  // e.g. "torch 2.15, cxx11 ABI, cpu, x86_64-linux"
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 takes the defaulted <=> for a 0
   auto operator<=>(const Platform&) const = default;
 };
 
