@@ -68,7 +68,7 @@ diff_since_base() { git diff -U0 -M --diff-filter=d "${BASE}" -- '*.cpp' '*.hpp'
 # Files whose every changed line is a project #include (a moved file, a moved header named
 # anew): no enabled check reports on such a line, so parsing the unit would find nothing.
 declare -A include_only=()
-while IFS= read -r f; do include_only["${f}"]=1; done < <(diff_since_base | python3 -c '
+while IFS= read -r f; do [[ -z "${f}" ]] || include_only["${f}"]=1; done < <(diff_since_base | python3 -c '
 import re, sys
 added, name = {}, None
 for line in sys.stdin:

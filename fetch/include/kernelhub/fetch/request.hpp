@@ -19,7 +19,7 @@ namespace kernelhub::fetch {
 class VariantChoice {
  public:
   VariantChoice() = default;  // best
-  static VariantChoice all() { return VariantChoice(Kind::all, {}); }
+  static VariantChoice all() { return {Kind::all, {}}; }
   // invalid_argument for an empty name or one with a control character or a '/'.
   static Result<VariantChoice> named(std::string name);
   // At most one of the two, as flags and frames carry them.
@@ -51,7 +51,8 @@ struct LockPin {
 };
 
 struct Request {
-  Request(trust::RepoId repo_, Ref ref_) : repo(std::move(repo_)), ref(std::move(ref_)) {}
+  Request(trust::RepoId repo_id, Ref version_or_revision)
+      : repo(std::move(repo_id)), ref(std::move(version_or_revision)) {}
   // A request pinned by a lock: `commit` must be a commit id (sha1 or sha256).
   static Result<Request> locked(trust::RepoId repo, std::string_view commit, LockPin pin);
 
