@@ -20,8 +20,6 @@ struct FetchService::Flight {
   bool finished = false;  // its thread is about to exit (guarded by flights_mutex_)
 };
 
-namespace {}  // namespace
-
 void log_unserved(std::string_view asked, std::string_view client, const Error& error) {
   // A policy decision is what an operator filters for (warning).
   if (kind_of(error.code) == ErrorKind::refusal) {
@@ -95,6 +93,15 @@ Result<HandOut> FetchService::fetch(const fetch::Request& request, const ClientC
 
 Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
                                              const ClientContext& client) {
+  const trust::RepoId& repo = request.repo;
+  // Only the client's trust variables count, bounded by the admin policy, at every hand-out;
+  // the publisher is decided before anything else is looked at.
+  const trust::TrustEnvironment& client_env = client.trust;
+  const auto decision = trust::decide_trust(*policy(), repo.org, client_env);
+  if (!decision.allowed) {
+    counters_.trust_refused.fetch_add(1, std::memory_order_relaxed);
+    return fail(decision.code, decision.reason);
+  }
   // The daemon never selects for its own torch: without the client's platform (a client older
   // than the platform fields sends only what its user typed) only a named variant can be served.
   if (request.variants.is_best() && !request.target_platform) {
@@ -102,14 +109,6 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
                 "the request does not say which torch and backend the client runs (a client "
                 "older than this kernelhubd?): upgrade it, or pass --torch-version and --backend "
                 "(or --variant); kernelhubd never selects for its own torch");
-  }
-  const trust::RepoId& repo = request.repo;
-  // Only the client's trust variables count, bounded by the admin policy, at every hand-out.
-  const trust::TrustEnvironment& client_env = client.trust;
-  const auto decision = trust::decide_trust(*policy(), repo.org, client_env);
-  if (!decision.allowed) {
-    counters_.trust_refused.fetch_add(1, std::memory_order_relaxed);
-    return fail(decision.code, decision.reason);
   }
 
   // The shared flight follows renames and kernel-status redirects with opt-in granted; the

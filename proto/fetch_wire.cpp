@@ -58,7 +58,7 @@ Result<fetch::Request> from_wire(const FetchRequest& m) {
     // The commit as a lock pins it: what the Hub then says of it is the same answer an
     // in-process fetch of that lock gets.
     auto locked = fetch::Request::locked(*repo, ref->ref_name(), {*m.locked});
-    if (!locked || ref->is_version())
+    if (!locked)
       return fail(ErrorCode::invalid_request, "a locked request names its commit as the revision");
     request.emplace(std::move(*locked));
   } else {
