@@ -22,9 +22,22 @@ struct TomlBounds {
 inline constexpr TomlBounds kKernelStatusToml{64u << 10, 1024};
 inline constexpr TomlBounds kPolicyToml{256u << 10, 4096};
 
-// too_large above max_bytes; `code` for too many dots, or for a character in U+00A1..U+0499,
-// U+2CEE..U+30E7 (but U+3000) or U+FB06..U+FEFE anywhere (toml++ 3.3 reaches undefined
-// behaviour on them; TOML we read is ASCII in practice). The message is a short reason.
+// True for the code points on which toml++ 3.3's is_non_ascii_horizontal_whitespace falls
+// through its switch to TOML_UNREACHABLE (undefined behaviour in the release library): its
+// table splits U+00A0..U+FEFF into 1018-wide blocks and has no case for blocks 0, 11 and 63,
+// i.e. U+00A1..U+0499, U+2C5E..U+3057 (but U+3000) and U+FB26..U+FEFE. Kept exact by a
+// compile-time test against toml++'s own function (tests/trust/bounds_test.cpp).
+constexpr bool toml_parser_trips_on(char32_t c) {
+  if (c <= U'\xA0' || c >= U'\uFEFF' || c == U'\u3000') {
+    return false;
+  }
+  const auto block = (static_cast<unsigned>(c) - 0xA0u) / 0x3FAu;
+  return block == 0 || block == 11 || block == 63;
+}
+
+// too_large above max_bytes; `code` for too many dots, or for a UTF-8 character anywhere on
+// which toml_parser_trips_on holds (TOML we read is ASCII in practice). The message is a
+// short reason.
 Result<void> check_toml_shape(std::string_view text, const TomlBounds& bounds, ErrorCode code);
 
 }  // namespace kernelhub::util
