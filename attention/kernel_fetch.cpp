@@ -78,13 +78,16 @@ variant::PlatformOverrides fetch_platform(const loader::Runtime& runtime) {
 
 // The handed-out files of the chosen variant, relative to build/<variant>/.
 loader::KernelSource to_source(client::FetchedKernel&& fetched) {
+  const fetch::Manifest& manifest = fetched.manifest;
   loader::KernelSource source;
-  source.repo = fetched.repo.str();
-  source.variant = fetched.variants.empty() ? std::string() : fetched.variants.front();
+  source.repo = manifest.repo.str();
+  source.variant = manifest.variants.empty() ? std::string() : manifest.variants.front();
   const std::string prefix = "build/" + source.variant + "/";
-  for (auto& file : fetched.files) {
+  for (std::size_t i = 0; i < manifest.files.size() && i < fetched.fds.size(); ++i) {
+    const auto& file = manifest.files[i];
     if (file.path.rfind(prefix, 0) != 0) continue;
-    source.files.push_back({file.path.substr(prefix.size()), file.sha256, std::move(file.fd)});
+    source.files.push_back(
+        {file.path.substr(prefix.size()), file.sha256, std::move(fetched.fds[i])});
   }
   return source;
 }
@@ -110,7 +113,7 @@ std::shared_ptr<const loader::LoadedKernel> fetch_hub_kernel(
   auto fetched = shared_client().fetch(*request);
   if (!fetched) raise_kernel_error(fetched.error(), context, hub_fix(spec, fetched.error().code));
   // [signatures] warn mode: served, and the app's user is told on stderr.
-  for (const auto& warning : fetched->signature_warnings) {
+  for (const auto& warning : fetched->manifest.signature_warnings) {
     std::cerr << "kernelhub: warning: " << warning << "\n";
   }
   auto loaded = loader::load_kernel(to_source(std::move(*fetched)));

@@ -85,13 +85,13 @@ int main(int argc, char** argv) {
                                 kernelhub::fail(client.error()));
         if (reuse) kept.emplace(std::move(client));
         const auto t1 = Clock::now();  // fds received; they close with `got`
-        if (!got || got->files.empty() || !got->files.front().fd) {
+        if (!got || got->fds.empty() || !got->fds.front()) {
           errors.fetch_add(1);
           std::lock_guard lock(error_mutex);
           if (first_error.empty() && !got) first_error = got.error().message;
           continue;
         }
-        files.fetch_add(got->files.size(), std::memory_order_relaxed);
+        files.fetch_add(got->fds.size(), std::memory_order_relaxed);
         mine.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       } while (!cold && Clock::now() < deadline);
     });

@@ -101,13 +101,14 @@ int run_create(const CreateArgs& args) {
     if (!fetched) return report(fetched.error());
     print_fetch_warnings(*fetched);
     cache::bundle::BundleSource source;
-    source.repo = {fetched->repo, fetched->commit, refs, fetched->variants, {}};
-    for (auto& file : fetched->files) {
-      auto etag = etag_of(fetched->snapshot_path, file.path);
+    const fetch::Manifest& manifest = fetched->manifest;
+    source.repo = {manifest.repo, manifest.commit, refs, manifest.variants, {}};
+    for (const auto& file : manifest.files) {
+      auto etag = etag_of(manifest.snapshot_path, file.path);
       if (!etag) return report(etag.error());
       source.repo.files.push_back({file.path, file.size, *etag, file.sha256});
-      source.fds.push_back(std::move(file.fd));
     }
+    source.fds = std::move(fetched->fds);
     sources.push_back(std::move(source));
   }
   auto stats = cache::bundle::write_bundle(args.out, sources);

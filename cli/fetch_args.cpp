@@ -103,52 +103,56 @@ int fetch_each(const FetchArgs& args, const std::vector<fetch::Request>& request
 }
 
 namespace {
-std::string variant_path(const client::FetchedKernel& kernel, const std::string& variant) {
-  return (kernel.snapshot_path / "build" / variant).string();
+std::string variant_path(const fetch::Manifest& manifest, const std::string& variant) {
+  return (manifest.snapshot_path / "build" / variant).string();
+}
+
+nlohmann::json note_or_null(const std::string& note) {
+  return note.empty() ? nlohmann::json(nullptr) : nlohmann::json(note);
 }
 }  // namespace
 
 nlohmann::json fetched_to_json(const client::FetchedKernel& kernel) {
+  const fetch::Manifest& manifest = kernel.manifest;
   nlohmann::json out;
-  out["repo"] = kernel.repo.str();
-  out["commit"] = kernel.commit;
-  out["variants"] = kernel.variants;
-  if (kernel.variants.size() == 1) {
-    out["variant"] = kernel.variants.front();
-    out["path"] = variant_path(kernel, kernel.variants.front());
+  out["repo"] = manifest.repo.str();
+  out["commit"] = manifest.commit;
+  out["variants"] = manifest.variants;
+  if (manifest.variants.size() == 1) {
+    out["variant"] = manifest.variants.front();
+    out["path"] = variant_path(manifest, manifest.variants.front());
   } else {
-    out["path"] = kernel.snapshot_path.string();
+    out["path"] = manifest.snapshot_path.string();
   }
-  out["snapshot"] = kernel.snapshot_path.string();
-  out["from_cache"] = kernel.from_cache;
+  out["snapshot"] = manifest.snapshot_path.string();
+  out["from_cache"] = manifest.from_cache;
   out["via_daemon"] = kernel.via_daemon;
   // Why the Hub was not used and the cached snapshot was served instead; null normally.
-  out["cache_fallback"] = kernel.cache_fallback.empty() ? nlohmann::json(nullptr)
-                                                        : nlohmann::json(kernel.cache_fallback);
+  out["cache_fallback"] = note_or_null(manifest.cache_fallback);
   // The vN move the rollback guard refused (the accepted commit was served); null normally.
-  out["refused_move"] =
-      kernel.refused_move.empty() ? nlohmann::json(nullptr) : nlohmann::json(kernel.refused_move);
+  out["refused_move"] = note_or_null(manifest.refused_move);
   // [signatures] warn mode: variants served although their signature does not hold.
-  out["signature_warnings"] = kernel.signature_warnings;
+  out["signature_warnings"] = manifest.signature_warnings;
   out["files"] = nlohmann::json::array();
-  for (const auto& file : kernel.files) {
+  for (const auto& file : manifest.files) {
     out["files"].push_back({{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}});
   }
   return out;
 }
 
 void print_fetch_warnings(const client::FetchedKernel& kernel) {
-  if (kernel.via_daemon && !kernel.refused_move.empty()) {
-    std::cerr << "kernelhub: warning: " << util::printable(kernel.refused_move) << "\n";
+  const fetch::Manifest& manifest = kernel.manifest;
+  if (kernel.via_daemon && !manifest.refused_move.empty()) {
+    std::cerr << "kernelhub: warning: " << util::printable(manifest.refused_move) << "\n";
   }
-  for (const auto& warning : kernel.signature_warnings) {
+  for (const auto& warning : manifest.signature_warnings) {
     std::cerr << "kernelhub: warning: " << util::printable(warning) << "\n";
   }
 }
 
 void print_variant_paths(const client::FetchedKernel& kernel) {
-  for (const auto& v : kernel.variants) {
-    std::cout << util::printable(variant_path(kernel, v)) << "\n";
+  for (const auto& v : kernel.manifest.variants) {
+    std::cout << util::printable(variant_path(kernel.manifest, v)) << "\n";
   }
 }
 

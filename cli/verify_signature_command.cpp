@@ -51,8 +51,9 @@ int run_verify_signature(const VerifySignatureArgs& args) {
   if (!fetched) return report(fetched.error());
   bool all_hold = true;
   for (const auto& receipt : fetched->signatures) {
-    const std::string where = fetched->repo.str() + " build/" + receipt.variant;
-    auto verdict = hub::decide_signature(judge, fetched->repo, receipt, fetched->signed_version);
+    const trust::RepoId& repo = fetched->manifest.repo;
+    const std::string where = repo.str() + " build/" + receipt.variant;
+    auto verdict = hub::decide_signature(judge, repo, receipt, fetched->signed_version);
     if (!verdict) {
       all_hold = false;
       std::cout << "\u274c " << util::printable(verdict.error().message) << "\n";

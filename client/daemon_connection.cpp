@@ -238,31 +238,21 @@ Result<FetchedKernel> DaemonConnection::fetch(const fetch::Request& request,
     return fail(protocol_failure(socket_, "expected 'fetched', got '" +
                                               std::string(proto::type_name(reply->message)) + "'"));
   }
-  // The repo may differ from the one asked for: the Hub renamed it, or its kernel-status
-  // redirects. The daemon has checked this client's trust for the repo it names.
-  auto repo = trust::RepoId::parse(fetched->repo);
-  if (!repo) return fail(protocol_failure(socket_, "fetched an invalid repo: " + fetched->repo));
-
-  FetchedKernel kernel{*repo,
-                       fetched->commit,
-                       fetched->variants,
-                       fetched->snapshot_path,
-                       fetched->from_cache,
-                       /*via_daemon=*/true,
-                       {},
-                       fetched->cache_fallback.value_or(""),
-                       fetched->refused_move.value_or(""),
-                       std::move(fetched->signature_warnings)};
-  for (auto& file : fetched->files) {
-    HandedFile handed{std::move(file.path), file.size, std::move(file.sha256), {}};
-    if (hand_out) {
-      if (!file.fd || *file.fd >= reply->fds.size() || !reply->fds[*file.fd]) {
-        return fail(protocol_failure(socket_, "no descriptor for " + handed.path));
-      }
-      handed.fd = std::move(reply->fds[*file.fd]);
-      KH_TRY(cache::check_blob_fd(handed.fd.get(), handed.size, handed.path));
-    }
-    kernel.files.push_back(std::move(handed));
+  // The manifest's repo may differ from the one asked for: the Hub renamed it, or its
+  // kernel-status redirects. The daemon has checked this client's trust for the repo it names.
+  FetchedKernel kernel{std::move(fetched->manifest), /*via_daemon=*/true, {}};
+  if (!hand_out) return kernel;
+  const auto& files = kernel.manifest.files;
+  if (!fetched->with_fds || reply->fds.size() != files.size()) {
+    return fail(protocol_failure(socket_, "handed out " + std::to_string(reply->fds.size()) +
+                                              " descriptors for " + std::to_string(files.size()) +
+                                              " files"));
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!reply->fds[i])
+      return fail(protocol_failure(socket_, "no descriptor for " + files[i].path));
+    KH_TRY(cache::check_blob_fd(reply->fds[i].get(), files[i].size, files[i].path));
+    kernel.fds.push_back(std::move(reply->fds[i]));
   }
   return kernel;
 }

@@ -21,25 +21,17 @@ namespace {
 
 // The cache's one hand-out (cache::open_handout), beneath the user's cache root; a root that
 // is itself a symlink is the user's own choice and is followed.
-Result<std::vector<HandedFile>> hand_out_files(const cache::KernelCache& cache,
-                                               const hub::FetchResult& result) {
+Result<std::vector<UniqueFd>> hand_out_files(const cache::KernelCache& cache,
+                                             const fetch::Manifest& manifest) {
   const UniqueFd root(::open(cache.root().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) {
     return fail(ErrorCode::io,
                 "cannot open the cache " + cache.root().string() + ": " + std::strerror(errno));
   }
   std::vector<cache::HandoutFile> wanted;
-  wanted.reserve(result.files.size());
-  for (const auto& file : result.files) wanted.push_back({file.path, file.etag, file.size});
-  auto fds = cache::open_handout(root.get(), result.repo, result.commit, wanted);
-  if (!fds) return fail(fds.error());
-  std::vector<HandedFile> files;
-  files.reserve(result.files.size());
-  for (std::size_t i = 0; i < result.files.size(); ++i) {
-    const auto& file = result.files[i];
-    files.push_back(HandedFile{file.path, file.size, file.sha256, std::move((*fds)[i])});
-  }
-  return files;
+  wanted.reserve(manifest.files.size());
+  for (const auto& file : manifest.files) wanted.push_back({file.path, file.etag, file.size});
+  return cache::open_handout(root.get(), manifest.repo, manifest.commit, wanted);
 }
 
 std::optional<std::filesystem::path> policy_file_of(const util::Environment& env,
@@ -71,20 +63,9 @@ Result<FetchedKernel> EmbeddedBackend::fetch(const fetch::Request& request,
   auto result = fetcher.fetch(request, progress);
   if (!result) return fail(result.error());
 
-  FetchedKernel kernel{result->repo,         result->commit,
-                       result->variants,     result->snapshot_path,
-                       result->from_cache,
-                       /*via_daemon=*/false, {}};
-  kernel.cache_fallback = result->cache_fallback;
-  kernel.refused_move = result->refused_move;
-  kernel.signature_warnings = result->signature_warnings;
+  FetchedKernel kernel{std::move(result->manifest), /*via_daemon=*/false, {}};
   if (hand_out) {
-    auto files = hand_out_files(cache_, *result);
-    if (!files) return fail(files.error());
-    kernel.files = std::move(*files);
-  } else {
-    for (const auto& file : result->files)
-      kernel.files.push_back(HandedFile{file.path, file.size, file.sha256, {}});
+    KH_TRY_ASSIGN(kernel.fds, hand_out_files(cache_, kernel.manifest));
   }
   return kernel;
 }

@@ -137,9 +137,11 @@ void CacheSource::serve_file(const httplib::Request& req, httplib::Response& res
   if (const auto variant = variant_of(where.path)) {
     auto out = fetch_variant(target.repo, where.commit, *variant, req.remote_addr);
     if (!out) return reply_error(out.error());
-    for (const auto& file : out->reply.files) {
-      if (file.path != entry->path || !file.fd) continue;
-      auto fd = std::make_shared<UniqueFd>(std::move(out->fds.at(*file.fd)));
+    const auto& files = out->reply.manifest.files;
+    for (std::size_t i = 0; i < files.size() && i < out->fds.size(); ++i) {
+      const auto& file = files[i];
+      if (file.path != entry->path) continue;
+      auto fd = std::make_shared<UniqueFd>(std::move(out->fds[i]));
       res.set_content_provider(
           file.size, "application/octet-stream",
           [fd](std::size_t offset, std::size_t length, httplib::DataSink& sink) {

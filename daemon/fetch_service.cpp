@@ -6,6 +6,7 @@
 #include "kernelhub/daemon/upstream_http.hpp"
 #include "kernelhub/trust/lockfile.hpp"
 #include "kernelhub/util/error_table.hpp"
+#include "kernelhub/util/strings.hpp"
 
 namespace kernelhub::daemon {
 
@@ -113,21 +114,21 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
 
   // The shared flight follows renames and kernel-status redirects with opt-in granted; the
   // repo it ends on is handed out only if this client may fetch that publisher too.
-  const auto may_hand_out = [&](const Manifest& manifest) -> Result<void> {
-    if (manifest.repo.org == repo.org) return ok();
-    const auto moved = trust::decide_trust(*policy(), manifest.repo.org, client_env);
+  const auto may_hand_out = [&](const hub::FetchResult& fetched) -> Result<void> {
+    const trust::RepoId& served = fetched.manifest.repo;
+    if (served.org == repo.org) return ok();
+    const auto moved = trust::decide_trust(*policy(), served.org, client_env);
     if (moved.allowed) return ok();
     counters_.trust_refused.fetch_add(1, std::memory_order_relaxed);
-    return fail(moved.code,
-                repo.str() + " now resolves to " + manifest.repo.str() + ": " + moved.reason);
+    return fail(moved.code, repo.str() + " now resolves to " + served.str() + ": " + moved.reason);
   };
 
   const fetch::ResolveKey resolve_key{request.repo, request.ref};
   const fetch::Selection selection = fetch::Selection::of(request);
-  if (auto manifest = memo_.warm(resolve_key, selection)) {
-    KH_TRY(may_hand_out(*manifest));
-    auto out = hand_out(*manifest, root_fd_.get(), *policy(), counters_,
-                        {client.id, client.with_fds, /*from_cache=*/true, /*warm=*/true});
+  if (auto warm = memo_.warm(resolve_key, selection)) {
+    KH_TRY(may_hand_out(*warm));
+    auto out = hand_out(*warm, root_fd_.get(), *policy(), counters_,
+                        {client.id, client.with_fds, /*warm=*/true});
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
@@ -172,13 +173,9 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
     }
     return fail(result.error());
   }
-  const Manifest manifest = Manifest::of(*result);
-  KH_TRY(may_hand_out(manifest));
-  auto out = hand_out(manifest, root_fd_.get(), *policy(), counters_,
-                      {client.id, client.with_fds, result->from_cache, /*warm=*/false});
-  if (out && !result->cache_fallback.empty()) out->reply.cache_fallback = result->cache_fallback;
-  if (out && !result->refused_move.empty()) out->reply.refused_move = result->refused_move;
-  return out;
+  KH_TRY(may_hand_out(*result));
+  return hand_out(*result, root_fd_.get(), *policy(), counters_,
+                  {client.id, client.with_fds, /*warm=*/false});
 }
 
 std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const fetch::FlightKey& key,
@@ -272,13 +269,12 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, const fetch
     spdlog::warn("download of {} (started for {}) failed: {}: {}", asked, client,
                  to_string(result.error().code), result.error().message);
   } else if (last.files_total > 0) {
-    std::string variants;
-    for (const auto& v : result->variants) variants += (variants.empty() ? "" : ",") + v;
+    const auto& served = result->manifest;
     spdlog::info("published {}@{} variants {} ({} files, {} bytes; started for {})",
-                 result->repo.str(), result->commit, variants, last.files_total, last.bytes_done,
-                 client);
+                 served.repo.str(), served.commit, util::join(served.variants, ","),
+                 last.files_total, last.bytes_done, client);
   }
-  if (result && !result->refused_move.empty()) {
+  if (result && !result->manifest.refused_move.empty()) {
     counters_.rollbacks_refused.fetch_add(1, std::memory_order_relaxed);
   }
   std::lock_guard lock(flight->mutex);

@@ -1,5 +1,5 @@
 // Private to kh_daemon: a hand-out, the last step of every fetch kernelhubd serves. The
-// manifest's receipts are judged by the policy in force now ([signatures]); its files are
+// fetch's receipts are judged by the policy in force now ([signatures]); its files are
 // opened beneath the cache root without following links (their snapshot links checked unless
 // a warm manifest's were already) and, for a fetch, passed as descriptors.
 #pragma once
@@ -19,11 +19,11 @@ namespace kernelhub::daemon {
 struct HandOutOptions {
   proto::RequestId id = 0;
   bool with_fds = false;
-  bool from_cache = false;  // served without contacting the Hub
-  bool warm = false;        // a memoised manifest, whose snapshot links a hand-out checked
+  bool warm = false;  // a memoised manifest, whose snapshot links a hand-out checked
 };
 
-Result<HandOut> hand_out(const Manifest& manifest, int root_fd, const trust::AdminPolicy& policy,
-                         AtomicCounters& counters, const HandOutOptions& options);
+Result<HandOut> hand_out(const hub::FetchResult& fetched, int root_fd,
+                         const trust::AdminPolicy& policy, AtomicCounters& counters,
+                         const HandOutOptions& options);
 
 }  // namespace kernelhub::daemon

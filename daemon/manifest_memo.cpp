@@ -2,13 +2,8 @@
 
 namespace kernelhub::daemon {
 
-Manifest Manifest::of(const hub::FetchResult& result) {
-  return {result.repo,  result.commit,     result.variants,      result.snapshot_path.string(),
-          result.files, result.signatures, result.signed_version};
-}
-
-std::shared_ptr<const Manifest> ManifestMemo::warm(const fetch::ResolveKey& resolve_key,
-                                                   const fetch::Selection& selection) {
+std::shared_ptr<const hub::FetchResult> ManifestMemo::warm(const fetch::ResolveKey& resolve_key,
+                                                           const fetch::Selection& selection) {
   std::lock_guard lock(mutex_);
   const auto resolved = resolved_.find(resolve_key);
   if (resolved == resolved_.end() || resolved->second.expires < now_()) return nullptr;
@@ -18,10 +13,15 @@ std::shared_ptr<const Manifest> ManifestMemo::warm(const fetch::ResolveKey& reso
 }
 
 void ManifestMemo::remember(const fetch::FlightKey& key, const hub::FetchResult& result) {
-  auto manifest = std::make_shared<const Manifest>(Manifest::of(result));
+  auto kept = std::make_shared<hub::FetchResult>(result);
+  auto& manifest = kept->manifest;
+  manifest.from_cache = true;
+  manifest.cache_fallback.clear();
+  manifest.refused_move.clear();
+  manifest.signature_warnings.clear();
   std::lock_guard lock(mutex_);
-  resolved_[key.resolve] = {result.commit, now_() + resolve_ttl_};
-  manifests_[fetch::ManifestKey{result.repo, result.commit, key.selection}] = std::move(manifest);
+  resolved_[key.resolve] = {manifest.commit, now_() + resolve_ttl_};
+  manifests_[fetch::ManifestKey{manifest.repo, manifest.commit, key.selection}] = std::move(kept);
 }
 
 void ManifestMemo::forget_all() {

@@ -46,9 +46,9 @@ Result<std::string> cached_commit(const cache::KernelCache& cache, const fetch::
 
 // Every file under build/<variant>/ of the snapshot, hashed; a dangling link means the
 // snapshot is incomplete.
-Result<std::vector<FetchedFile>> hash_variant(const fs::path& snapshot,
-                                              const std::string& variant) {
-  std::vector<FetchedFile> files;
+Result<std::vector<fetch::ManifestFile>> hash_variant(const fs::path& snapshot,
+                                                      const std::string& variant) {
+  std::vector<fetch::ManifestFile> files;
   const fs::path dir = snapshot / "build" / variant;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -57,7 +57,7 @@ Result<std::vector<FetchedFile>> hash_variant(const fs::path& snapshot,
     if (it->is_directory(ec) || is_ignored_kernel_file(rel)) continue;
     if (!fs::exists(it->path(), ec))
       return not_cached(rel + " is missing from the cached snapshot");
-    FetchedFile file;
+    fetch::ManifestFile file;
     file.path = rel;
     file.size = fs::file_size(it->path(), ec);
     if (ec) return fail(ErrorCode::io, "cannot stat cached " + rel + ": " + ec.message());
@@ -77,11 +77,11 @@ Result<std::vector<FetchedFile>> hash_variant(const fs::path& snapshot,
 }
 
 Result<void> verify_cached_variant(const fs::path& snapshot, const std::string& variant,
-                                   const std::vector<FetchedFile>& files) {
+                                   const std::vector<fetch::ManifestFile>& files) {
   const std::string prefix = "build/" + variant + "/";
-  const auto metadata_file = std::find_if(files.begin(), files.end(), [&](const FetchedFile& f) {
-    return f.path == prefix + "metadata.json";
-  });
+  const auto metadata_file = std::find_if(
+      files.begin(), files.end(),
+      [&](const fetch::ManifestFile& f) { return f.path == prefix + "metadata.json"; });
   if (metadata_file == files.end()) return ok();  // nothing to check against, as `kernels` does
   auto text = util::read_small_file(snapshot / metadata_file->path, trust::kMaxMetadataBytes);
   if (!text) return fail(text.error().code, metadata_file->path + ": " + text.error().message);
@@ -126,11 +126,11 @@ Result<FetchResult> FetchCall::fetch_cached_commit(const fetch::Request& request
   if (!variants) return fail(variants.error());
 
   FetchResult result;
-  result.repo = request.repo;
-  result.commit = commit;
-  result.variants = *variants;
-  result.snapshot_path = snapshot;
-  result.from_cache = true;
+  result.manifest.repo = request.repo;
+  result.manifest.commit = commit;
+  result.manifest.variants = *variants;
+  result.manifest.snapshot_path = snapshot;
+  result.manifest.from_cache = true;
   receipts_.clear();
   signature_warnings_.clear();
   for (const auto& variant : *variants) {
@@ -142,7 +142,7 @@ Result<FetchResult> FetchCall::fetch_cached_commit(const fetch::Request& request
     std::vector<std::pair<std::string, std::string>> ids;
     for (const auto& file : *files) ids.emplace_back(file.path, file.etag);
     KH_TRY(check_locked_hashes(request, commit, variant, ids));
-    for (auto& file : *files) result.files.push_back(std::move(file));
+    for (auto& file : *files) result.manifest.files.push_back(std::move(file));
   }
   take_signatures(request, result);
   return result;

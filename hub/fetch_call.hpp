@@ -58,7 +58,7 @@ class FetchCall {
   // untrusted or stale (another metadata.json, another trusted root), then admitted.
   Result<void> check_cached_signature(const fetch::Request& request, const std::string& commit,
                                       const std::string& variant,
-                                      const std::vector<FetchedFile>& files);
+                                      const std::vector<fetch::ManifestFile>& files);
   // Moves this fetch's receipts and warnings into `result`, with the version they were bound
   // to (`request`'s).
   void take_signatures(const fetch::Request& request, FetchResult& result);

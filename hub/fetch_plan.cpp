@@ -198,11 +198,11 @@ Result<void> FetchPlan::publish() {
   return dirty.sync();
 }
 
-std::vector<FetchedFile> FetchPlan::fetched_files() const {
-  std::vector<FetchedFile> out;
+std::vector<fetch::ManifestFile> FetchPlan::fetched_files() const {
+  std::vector<fetch::ManifestFile> out;
   out.reserve(files_.size());
   for (const auto& file : files_)
-    out.push_back({file.entry.path, file.entry.etag(), file.entry.size, file.sha256});
+    out.push_back({file.entry.path, file.entry.size, file.sha256, file.entry.etag()});
   return out;
 }
 

@@ -42,7 +42,7 @@ class FetchPlan {
   // Commits the blobs and links snapshots/<commit>/... (the caller writes refs after).
   Result<void> publish();
 
-  std::vector<FetchedFile> fetched_files() const;
+  std::vector<fetch::ManifestFile> fetched_files() const;
 
  private:
   struct Slot {  // one blob to write

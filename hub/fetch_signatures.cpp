@@ -45,10 +45,10 @@ Result<void> FetchCall::admit_signature(const fetch::Request& request, Signature
 Result<void> FetchCall::check_cached_signature(const fetch::Request& request,
                                                const std::string& commit,
                                                const std::string& variant,
-                                               const std::vector<FetchedFile>& files) {
+                                               const std::vector<fetch::ManifestFile>& files) {
   if (f_.policy_.signatures.mode == trust::SignatureMode::off) return ok();
   const std::string prefix = "build/" + variant + "/";
-  const auto metadata = std::find_if(files.begin(), files.end(), [&](const FetchedFile& f) {
+  const auto metadata = std::find_if(files.begin(), files.end(), [&](const fetch::ManifestFile& f) {
     return f.path == prefix + "metadata.json";
   });
   const std::string etag = metadata == files.end() ? "" : metadata->etag;
@@ -77,7 +77,7 @@ Result<void> FetchCall::check_cached_signature(const fetch::Request& request,
 void FetchCall::take_signatures(const fetch::Request& request, FetchResult& result) {
   result.signed_version = version_to_sign(request);
   result.signatures = std::move(receipts_);
-  result.signature_warnings = std::move(signature_warnings_);
+  result.manifest.signature_warnings = std::move(signature_warnings_);
   receipts_.clear();
   signature_warnings_.clear();
 }

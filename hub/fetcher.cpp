@@ -104,10 +104,11 @@ Result<FetchResult> FetchCall::fetch_any(const fetch::Request& request,
   if (online || refused_ || !error_info(online.error().code).cache_fallback) return online;
   auto cached = fetch_from_cache(request);
   if (cached) {
-    cached->cache_fallback =
+    auto& served = cached->manifest;
+    served.cache_fallback =
         std::string(to_string(online.error().code)) + ": " + online.error().message;
     spdlog::warn("the Hub could not be used ({}); using the cached snapshot {} of {}",
-                 cached->cache_fallback, cached->commit, request.repo.str());
+                 served.cache_fallback, served.commit, request.repo.str());
     return cached;
   }
   // The cached snapshot turned out unusable (damaged, incomplete, another platform): the Hub
@@ -199,8 +200,8 @@ Result<FetchResult> FetchCall::fetch_online(const fetch::Request& asked,
     cached = fetch_commit(asked, *guarded, progress, hops);
   }
   if (!cached) return fail(unavailable_after_refusal(cached.error()));
-  cached->refused_move = served_refusal();
-  spdlog::warn("{}", cached->refused_move);
+  cached->manifest.refused_move = served_refusal();
+  spdlog::warn("{}", cached->manifest.refused_move);
   return cached;
 }
 
@@ -280,11 +281,11 @@ Result<FetchResult> FetchCall::fetch_commit(const fetch::Request& asked, const s
   // after a successful publish, so a failed fetch leaves nothing behind.
   if (status_missing_) (void)f_.cache_.mark_missing(request.repo, commit, kKernelStatusFile);
   FetchResult result;
-  result.repo = request.repo;
-  result.commit = commit;
-  result.variants = *variants;
-  result.snapshot_path = f_.cache_.snapshot_dir(request.repo, commit);
-  result.files = plan.fetched_files();
+  result.manifest.repo = request.repo;
+  result.manifest.commit = commit;
+  result.manifest.variants = *variants;
+  result.manifest.snapshot_path = f_.cache_.snapshot_dir(request.repo, commit);
+  result.manifest.files = plan.fetched_files();
   take_signatures(request, result);
   return result;
 }

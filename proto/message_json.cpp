@@ -50,26 +50,26 @@ json to_json(const Progress& m) {
               {"files_total", m.files_total}};
 }
 
-json to_json(const FetchedFile& m) {
-  json j{{"path", m.path}, {"size", m.size}, {"sha256", m.sha256}};
-  put_optional(j, "fd", m.fd);
-  return j;
-}
-
 json to_json(const Fetched& m) {
+  const fetch::Manifest& manifest = m.manifest;
   json files = json::array();
-  for (const auto& file : m.files) files.push_back(to_json(file));
+  for (std::size_t i = 0; i < manifest.files.size(); ++i) {
+    const auto& file = manifest.files[i];
+    json entry{{"path", file.path}, {"size", file.size}, {"sha256", file.sha256}};
+    if (m.with_fds) entry["fd"] = i;
+    files.push_back(std::move(entry));
+  }
   json j{{"type", "fetched"},
          {"id", m.id},
-         {"repo", m.repo},
-         {"commit", m.commit},
-         {"variants", m.variants},
-         {"from_cache", m.from_cache},
-         {"snapshot_path", m.snapshot_path},
+         {"repo", manifest.repo.str()},
+         {"commit", manifest.commit},
+         {"variants", manifest.variants},
+         {"from_cache", manifest.from_cache},
+         {"snapshot_path", manifest.snapshot_path.string()},
          {"files", std::move(files)}};
-  put_optional(j, "cache_fallback", m.cache_fallback);
-  put_optional(j, "refused_move", m.refused_move);
-  if (!m.signature_warnings.empty()) j["signature_warnings"] = m.signature_warnings;
+  if (!manifest.cache_fallback.empty()) j["cache_fallback"] = manifest.cache_fallback;
+  if (!manifest.refused_move.empty()) j["refused_move"] = manifest.refused_move;
+  if (!manifest.signature_warnings.empty()) j["signature_warnings"] = manifest.signature_warnings;
   return j;
 }
 

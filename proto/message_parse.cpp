@@ -5,12 +5,6 @@
 #include "json_fields.hpp"
 #include "kernelhub/proto/messages.hpp"
 
-// Binds `var` to the value of a Result-returning expression or returns its error.
-#define KH_PROTO_GET(var, expr)                                                 \
-  auto var##_result = (expr);                                                   \
-  if (!var##_result) return ::kernelhub::fail(std::move(var##_result).error()); \
-  auto var = std::move(*var##_result)
-
 namespace kernelhub::proto {
 namespace {
 
@@ -20,13 +14,13 @@ constexpr std::size_t kMaxPlatformToken = 64;
 
 Result<Message> parse_hello(const Fields& f) {
   Hello m;
-  KH_PROTO_GET(protocol, f.int64("protocol"));
+  KH_TRY_ASSIGN(auto protocol, f.int64("protocol"));
   if (protocol < 0 || protocol > 1'000'000) return f.invalid("protocol", "a protocol version");
   m.protocol = static_cast<int>(protocol);
-  KH_PROTO_GET(caps, f.strings("capabilities"));
+  KH_TRY_ASSIGN(auto caps, f.strings("capabilities"));
   m.capabilities = std::move(caps);
-  KH_PROTO_GET(client, f.optional_string("client"));
-  KH_PROTO_GET(daemon, f.optional_string("daemon"));
+  KH_TRY_ASSIGN(auto client, f.optional_string("client"));
+  KH_TRY_ASSIGN(auto daemon, f.optional_string("daemon"));
   m.client = std::move(client);
   m.daemon = std::move(daemon);
   return Message{std::move(m)};
@@ -34,7 +28,7 @@ Result<Message> parse_hello(const Fields& f) {
 
 // A platform token (torch version, backend, arch, os): short, and only [0-9A-Za-z._+-].
 Result<std::optional<std::string>> platform_token(const Fields& f, const char* key) {
-  KH_PROTO_GET(value, f.optional_string(key));
+  KH_TRY_ASSIGN(auto value, f.optional_string(key));
   if (!value) return value;
   const bool ok = !value->empty() && value->size() <= kMaxPlatformToken &&
                   value->find_first_not_of(
@@ -47,23 +41,23 @@ Result<std::optional<std::string>> platform_token(const Fields& f, const char* k
 Result<Message> parse_fetch(const Fields& f, bool prefetch) {
   FetchRequest m;
   m.prefetch = prefetch;
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(repo, f.string("repo"));
-  KH_PROTO_GET(version, f.optional_uint("version"));
-  KH_PROTO_GET(revision, f.optional_string("revision"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto repo, f.string("repo"));
+  KH_TRY_ASSIGN(auto version, f.optional_uint("version"));
+  KH_TRY_ASSIGN(auto revision, f.optional_string("revision"));
   // The frame's shape; what the values must be is the fetch vocabulary's (from_wire).
   if (version.has_value() == revision.has_value())
     return fail(ErrorCode::invalid_request,
                 "'fetch' frame: exactly one of 'version' and 'revision' is required");
-  KH_PROTO_GET(variant, f.optional_string("variant"));
-  KH_PROTO_GET(all_variants, f.boolean("all_variants", false));
-  KH_PROTO_GET(torch_version, platform_token(f, "torch_version"));
-  KH_PROTO_GET(backend, platform_token(f, "backend"));
-  KH_PROTO_GET(arch, platform_token(f, "arch"));
-  KH_PROTO_GET(os, platform_token(f, "os"));
-  KH_PROTO_GET(cxx11_abi, f.optional_boolean("cxx11_abi"));
-  KH_PROTO_GET(env, f.string_map("env"));
-  KH_PROTO_GET(locked, f.optional_string_map("locked"));
+  KH_TRY_ASSIGN(auto variant, f.optional_string("variant"));
+  KH_TRY_ASSIGN(auto all_variants, f.boolean("all_variants", false));
+  KH_TRY_ASSIGN(auto torch_version, platform_token(f, "torch_version"));
+  KH_TRY_ASSIGN(auto backend, platform_token(f, "backend"));
+  KH_TRY_ASSIGN(auto arch, platform_token(f, "arch"));
+  KH_TRY_ASSIGN(auto os, platform_token(f, "os"));
+  KH_TRY_ASSIGN(auto cxx11_abi, f.optional_boolean("cxx11_abi"));
+  KH_TRY_ASSIGN(auto env, f.string_map("env"));
+  KH_TRY_ASSIGN(auto locked, f.optional_string_map("locked"));
   m.id = id;
   m.repo = std::move(repo);
   m.version = version;
@@ -82,58 +76,70 @@ Result<Message> parse_fetch(const Fields& f, bool prefetch) {
 
 Result<Message> parse_progress(const Fields& f) {
   Progress m;
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(file, f.string("file"));
-  KH_PROTO_GET(bytes_done, f.uint("bytes_done"));
-  KH_PROTO_GET(bytes_total, f.uint("bytes_total"));
-  KH_PROTO_GET(files_done, f.uint("files_done"));
-  KH_PROTO_GET(files_total, f.uint("files_total"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto file, f.string("file"));
+  KH_TRY_ASSIGN(auto bytes_done, f.uint("bytes_done"));
+  KH_TRY_ASSIGN(auto bytes_total, f.uint("bytes_total"));
+  KH_TRY_ASSIGN(auto files_done, f.uint("files_done"));
+  KH_TRY_ASSIGN(auto files_total, f.uint("files_total"));
   m = Progress{id, std::move(file), bytes_done, bytes_total, files_done, files_total};
   return Message{std::move(m)};
 }
 
-Result<FetchedFile> parse_fetched_file(const nlohmann::json& item) {
+// One of fetched.files; its "fd", when present, must be its position (files[i]'s descriptor
+// is the frame's fd i), so a frame's files either all have one or none has.
+Result<fetch::ManifestFile> parse_fetched_file(const nlohmann::json& item, std::size_t position,
+                                               bool& with_fd) {
   if (!item.is_object())
     return fail(ErrorCode::invalid_request, "'fetched' frame: each of 'files' must be an object");
   Fields f(item, "fetched.files[]");
-  FetchedFile file;
-  KH_PROTO_GET(path, f.string("path"));
-  KH_PROTO_GET(size, f.uint("size"));
-  KH_PROTO_GET(sha256, f.string("sha256"));
-  KH_PROTO_GET(fd, f.optional_uint("fd"));
-  if (fd && *fd >= 250) return f.invalid("fd", "an fd index below 250");
-  file.path = std::move(path);
-  file.size = size;
-  file.sha256 = std::move(sha256);
-  if (fd) file.fd = static_cast<std::size_t>(*fd);
-  return file;
+  KH_TRY_ASSIGN(auto path, f.string("path"));
+  KH_TRY_ASSIGN(auto size, f.uint("size"));
+  KH_TRY_ASSIGN(auto sha256, f.string("sha256"));
+  KH_TRY_ASSIGN(auto fd, f.optional_uint("fd"));
+  if (fd && *fd != position) return f.invalid("fd", "the file's position in 'files'");
+  if (position > 0 && fd.has_value() != with_fd) {
+    return f.invalid("fd", "present on every file or on none");
+  }
+  with_fd = fd.has_value();
+  return fetch::ManifestFile{std::move(path), size, std::move(sha256), {}};
+}
+
+// A note of the manifest: absent, or a non-empty string (to_json leaves empty notes out).
+Result<std::string> fetched_note(const Fields& f, const char* key) {
+  KH_TRY_ASSIGN(auto note, f.optional_string(key));
+  if (note && note->empty()) return f.invalid(key, "a non-empty string");
+  return note.value_or("");
 }
 
 Result<Message> parse_fetched(const Fields& f) {
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto repo_text, f.string("repo"));
+  auto repo = trust::RepoId::parse(repo_text);
+  if (!repo) return f.invalid("repo", "a repo id (org/name)");
+  KH_TRY_ASSIGN(auto commit, f.string("commit"));
+  KH_TRY_ASSIGN(auto variants, f.strings("variants"));
+  KH_TRY_ASSIGN(auto from_cache, f.boolean("from_cache"));
+  KH_TRY_ASSIGN(auto snapshot_path, f.string("snapshot_path"));
+  KH_TRY_ASSIGN(auto files, f.array("files"));
+  KH_TRY_ASSIGN(auto cache_fallback, fetched_note(f, "cache_fallback"));
+  KH_TRY_ASSIGN(auto refused_move, fetched_note(f, "refused_move"));
+  KH_TRY_ASSIGN(auto signature_warnings, f.optional_strings("signature_warnings"));
   Fetched m;
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(repo, f.string("repo"));
-  KH_PROTO_GET(commit, f.string("commit"));
-  KH_PROTO_GET(variants, f.strings("variants"));
-  KH_PROTO_GET(from_cache, f.boolean("from_cache"));
-  KH_PROTO_GET(snapshot_path, f.string("snapshot_path"));
-  KH_PROTO_GET(files, f.array("files"));
-  KH_PROTO_GET(cache_fallback, f.optional_string("cache_fallback"));
-  KH_PROTO_GET(refused_move, f.optional_string("refused_move"));
-  KH_PROTO_GET(signature_warnings, f.optional_strings("signature_warnings"));
-  for (const auto& item : *files) {
-    KH_PROTO_GET(file, parse_fetched_file(item));
-    m.files.push_back(std::move(file));
-  }
   m.id = id;
-  m.repo = std::move(repo);
-  m.commit = std::move(commit);
-  m.variants = std::move(variants);
-  m.from_cache = from_cache;
-  m.snapshot_path = std::move(snapshot_path);
-  m.cache_fallback = std::move(cache_fallback);
-  m.refused_move = std::move(refused_move);
-  m.signature_warnings = std::move(signature_warnings);
+  fetch::Manifest& manifest = m.manifest;
+  for (const auto& item : *files) {
+    KH_TRY_ASSIGN(auto file, parse_fetched_file(item, manifest.files.size(), m.with_fds));
+    manifest.files.push_back(std::move(file));
+  }
+  manifest.repo = std::move(*repo);
+  manifest.commit = std::move(commit);
+  manifest.variants = std::move(variants);
+  manifest.from_cache = from_cache;
+  manifest.snapshot_path = std::move(snapshot_path);
+  manifest.cache_fallback = std::move(cache_fallback);
+  manifest.refused_move = std::move(refused_move);
+  manifest.signature_warnings = std::move(signature_warnings);
   return Message{std::move(m)};
 }
 
@@ -193,14 +199,14 @@ Result<Counters> parse_counters(const nlohmann::json& value) {
       {"connections", &c.connections},
       {"active_connections", &c.active_connections}};
   for (auto [key, target] : members) {
-    KH_PROTO_GET(n, f.uint(key));
+    KH_TRY_ASSIGN(auto n, f.uint(key));
     *target = n;
   }
-  KH_PROTO_GET(rollbacks, f.optional_uint("rollbacks_refused"));
+  KH_TRY_ASSIGN(auto rollbacks, f.optional_uint("rollbacks_refused"));
   c.rollbacks_refused = rollbacks.value_or(0);
-  KH_PROTO_GET(signatures_refused, f.optional_uint("signatures_refused"));
+  KH_TRY_ASSIGN(auto signatures_refused, f.optional_uint("signatures_refused"));
   c.signatures_refused = signatures_refused.value_or(0);
-  KH_PROTO_GET(signatures_warned, f.optional_uint("signatures_warned"));
+  KH_TRY_ASSIGN(auto signatures_warned, f.optional_uint("signatures_warned"));
   c.signatures_warned = signatures_warned.value_or(0);
   const std::array<std::pair<const char*, std::uint64_t*>, 4> optional_members{
       {{"trust_refused", &c.trust_refused},
@@ -208,15 +214,15 @@ Result<Counters> parse_counters(const nlohmann::json& value) {
        {"flights", &c.flights},
        {"flights_active", &c.flights_active}}};
   for (auto [key, target] : optional_members) {
-    KH_PROTO_GET(n, f.optional_uint(key));
+    KH_TRY_ASSIGN(auto n, f.optional_uint(key));
     *target = n.value_or(0);
   }
-  KH_PROTO_GET(classes, parse_error_classes(value));
+  KH_TRY_ASSIGN(auto classes, parse_error_classes(value));
   c.errors_by_class = std::move(classes);
-  KH_PROTO_GET(buckets, parse_flight_buckets(value));
+  KH_TRY_ASSIGN(auto buckets, parse_flight_buckets(value));
   c.flight_seconds_buckets = std::move(buckets);
   if (const auto it = value.find("flight_seconds_sum"); it != value.end()) {
-    KH_PROTO_GET(sum, f.number("flight_seconds_sum"));
+    KH_TRY_ASSIGN(auto sum, f.number("flight_seconds_sum"));
     if (!(sum >= 0)) return f.invalid("flight_seconds_sum", "a non-negative number");
     c.flight_seconds_sum = sum;
   }
@@ -225,15 +231,15 @@ Result<Counters> parse_counters(const nlohmann::json& value) {
 
 Result<Message> parse_status_reply(const Fields& f) {
   StatusReply m;
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(daemon, f.string("daemon"));
-  KH_PROTO_GET(pid, f.int64("pid"));
-  KH_PROTO_GET(uptime, f.number("uptime_s"));
-  KH_PROTO_GET(cache_root, f.string("cache_root"));
-  KH_PROTO_GET(protocol, f.int64("protocol"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto daemon, f.string("daemon"));
+  KH_TRY_ASSIGN(auto pid, f.int64("pid"));
+  KH_TRY_ASSIGN(auto uptime, f.number("uptime_s"));
+  KH_TRY_ASSIGN(auto cache_root, f.string("cache_root"));
+  KH_TRY_ASSIGN(auto protocol, f.int64("protocol"));
   if (protocol < 0 || protocol > 1'000'000) return f.invalid("protocol", "a protocol version");
-  KH_PROTO_GET(counters_json, f.object("counters"));
-  KH_PROTO_GET(counters, parse_counters(*counters_json));
+  KH_TRY_ASSIGN(auto counters_json, f.object("counters"));
+  KH_TRY_ASSIGN(auto counters, parse_counters(*counters_json));
   m = StatusReply{id,      std::move(daemon),     pid,
                   uptime,  std::move(cache_root), static_cast<int>(protocol),
                   counters};
@@ -241,32 +247,32 @@ Result<Message> parse_status_reply(const Fields& f) {
 }
 
 Result<Message> parse_ls_reply(const Fields& f) {
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(repos, f.array("repos"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto repos, f.array("repos"));
   return Message{LsReply{id, *repos}};
 }
 
 Result<Message> parse_verify_request(const Fields& f) {
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(repo, f.optional_string("repo"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto repo, f.optional_string("repo"));
   return Message{VerifyRequest{id, std::move(repo)}};
 }
 
 Result<Message> parse_verify_reply(const Fields& f) {
   VerifyReply m;
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(checked, f.uint("checked"));
-  KH_PROTO_GET(corrupt, f.array("corrupt"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto checked, f.uint("checked"));
+  KH_TRY_ASSIGN(auto corrupt, f.array("corrupt"));
   for (const auto& item : *corrupt) {
     if (!item.is_object()) return f.invalid("corrupt", "an array of objects");
     Fields c(item, "verified.corrupt[]");
-    KH_PROTO_GET(repo, c.string("repo"));
-    KH_PROTO_GET(blob, c.string("blob"));
-    KH_PROTO_GET(reason, c.string("reason"));
+    KH_TRY_ASSIGN(auto repo, c.string("repo"));
+    KH_TRY_ASSIGN(auto blob, c.string("blob"));
+    KH_TRY_ASSIGN(auto reason, c.string("reason"));
     m.corrupt.push_back(CorruptBlob{std::move(repo), std::move(blob), std::move(reason)});
   }
-  KH_PROTO_GET(receipts_checked, f.optional_uint("receipts_checked"));
-  KH_PROTO_GET(receipts_changed, f.optional_strings("receipts_changed"));
+  KH_TRY_ASSIGN(auto receipts_checked, f.optional_uint("receipts_checked"));
+  KH_TRY_ASSIGN(auto receipts_changed, f.optional_strings("receipts_changed"));
   m.id = id;
   m.checked = checked;
   m.receipts_checked = receipts_checked.value_or(0);
@@ -275,35 +281,35 @@ Result<Message> parse_verify_reply(const Fields& f) {
 }
 
 Result<Message> parse_gc_reply(const Fields& f) {
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(snapshots, f.uint("removed_snapshots"));
-  KH_PROTO_GET(blobs, f.uint("removed_blobs"));
-  KH_PROTO_GET(freed, f.uint("freed_bytes"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto snapshots, f.uint("removed_snapshots"));
+  KH_TRY_ASSIGN(auto blobs, f.uint("removed_blobs"));
+  KH_TRY_ASSIGN(auto freed, f.uint("freed_bytes"));
   return Message{GcReply{id, snapshots, blobs, freed}};
 }
 
 Result<Message> parse_import_request(const Fields& f) {
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(fd, f.uint("fd"));
-  KH_PROTO_GET(env, f.string_map("env"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto fd, f.uint("fd"));
+  KH_TRY_ASSIGN(auto env, f.string_map("env"));
   if (fd >= 250) return f.invalid("fd", "an fd index below 250");
   return Message{ImportRequest{id, static_cast<std::size_t>(fd), std::move(env)}};
 }
 
 Result<Message> parse_import_reply(const Fields& f) {
-  KH_PROTO_GET(id, f.uint("id"));
-  KH_PROTO_GET(repos, f.array("repos"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
+  KH_TRY_ASSIGN(auto repos, f.array("repos"));
   return Message{ImportReply{id, *repos}};
 }
 
 Result<Message> parse_error(const Fields& f, const nlohmann::json& frame) {
   ErrorReply m;
   if (frame.contains("id")) {
-    KH_PROTO_GET(id, f.optional_uint("id"));
+    KH_TRY_ASSIGN(auto id, f.optional_uint("id"));
     m.id = id;
   }
-  KH_PROTO_GET(code, f.string("code"));
-  KH_PROTO_GET(message, f.string("message"));
+  KH_TRY_ASSIGN(auto code, f.string("code"));
+  KH_TRY_ASSIGN(auto message, f.string("message"));
   m.code = std::move(code);
   m.message = std::move(message);
   return Message{std::move(m)};
@@ -311,7 +317,7 @@ Result<Message> parse_error(const Fields& f, const nlohmann::json& frame) {
 
 template <class Request>
 Result<Message> parse_id_only(const Fields& f) {
-  KH_PROTO_GET(id, f.uint("id"));
+  KH_TRY_ASSIGN(auto id, f.uint("id"));
   return Message{Request{id}};
 }
 

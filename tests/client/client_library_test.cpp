@@ -60,19 +60,22 @@ std::string read_path(const fs::path& path) {
 // Every handed fd is a read-only regular file whose bytes hash to the manifest's sha256 and
 // equal what the snapshot path shows.
 void check_handed_files(const client::FetchedKernel& kernel) {
-  REQUIRE(kernel.files.size() >= 4);
-  for (const auto& file : kernel.files) {
+  REQUIRE(kernel.manifest.files.size() >= 4);
+  REQUIRE(kernel.fds.size() == kernel.manifest.files.size());
+  for (std::size_t i = 0; i < kernel.fds.size(); ++i) {
+    const auto& file = kernel.manifest.files[i];
+    const auto& fd = kernel.fds[i];
     INFO(file.path);
-    REQUIRE(file.fd);
+    REQUIRE(fd);
     struct stat st {};
-    REQUIRE(::fstat(file.fd.get(), &st) == 0);
+    REQUIRE(::fstat(fd.get(), &st) == 0);
     CHECK(S_ISREG(st.st_mode));
     CHECK(static_cast<std::uint64_t>(st.st_size) == file.size);
-    const auto bytes = read_fd(file.fd.get());
+    const auto bytes = read_fd(fd.get());
     trust::Sha256 hash;
     hash.update(bytes);
     CHECK(hash.final_hex() == file.sha256);
-    CHECK(bytes == read_path(kernel.snapshot_path / file.path));
+    CHECK(bytes == read_path(kernel.manifest.snapshot_path / file.path));
   }
 }
 
@@ -123,8 +126,8 @@ TEST_CASE("without a socket the client fetches in-process and hands out verified
   auto kernel = client->fetch(relu_v1());
   REQUIRE(kernel);
   CHECK_FALSE(kernel->via_daemon);
-  CHECK(kernel->variants == std::vector<std::string>{kVariant});
-  CHECK(kernel->snapshot_path.string().rfind((dir.path() / "cache").string(), 0) == 0);
+  CHECK(kernel->manifest.variants == std::vector<std::string>{kVariant});
+  CHECK(kernel->manifest.snapshot_path.string().rfind((dir.path() / "cache").string(), 0) == 0);
   check_handed_files(*kernel);
 
   // Offline, from the cache alone: the same manifest (repo-relative paths) and fds.
@@ -134,11 +137,11 @@ TEST_CASE("without a socket the client fetches in-process and hands out verified
   REQUIRE(offline);
   auto cached = offline->fetch(relu_v1());
   REQUIRE(cached);
-  CHECK(cached->from_cache);
-  REQUIRE(cached->files.size() == kernel->files.size());
-  for (std::size_t i = 0; i < cached->files.size(); ++i) {
-    CHECK(cached->files[i].path == kernel->files[i].path);
-    CHECK(cached->files[i].path.rfind("build/" + kVariant + "/", 0) == 0);
+  CHECK(cached->manifest.from_cache);
+  REQUIRE(cached->manifest.files.size() == kernel->manifest.files.size());
+  for (std::size_t i = 0; i < cached->manifest.files.size(); ++i) {
+    CHECK(cached->manifest.files[i].path == kernel->manifest.files[i].path);
+    CHECK(cached->manifest.files[i].path.rfind("build/" + kVariant + "/", 0) == 0);
   }
   check_handed_files(*cached);
 
@@ -242,14 +245,14 @@ TEST_CASE("through kernelhubd the client gets the daemon's verified fds and coun
   auto kernel = client->fetch(relu_v1());
   REQUIRE(kernel);
   CHECK(kernel->via_daemon);
-  CHECK_FALSE(kernel->from_cache);
-  CHECK(kernel->snapshot_path.string().rfind(daemon.cache().string(), 0) == 0);
+  CHECK_FALSE(kernel->manifest.from_cache);
+  CHECK(kernel->manifest.snapshot_path.string().rfind(daemon.cache().string(), 0) == 0);
   check_handed_files(*kernel);
   CHECK_FALSE(fs::exists(dir.path() / "user-cache"));  // nothing went to the user's cache
 
   auto again = client->fetch(relu_v1());
   REQUIRE(again);
-  CHECK(again->commit == kernel->commit);
+  CHECK(again->manifest.commit == kernel->manifest.commit);
   check_handed_files(*again);
 
   auto after = client->status();

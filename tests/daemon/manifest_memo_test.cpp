@@ -12,10 +12,10 @@ const trust::RepoId kRelu{"kernels-community", "relu"};
 
 hub::FetchResult served(const std::string& commit) {
   hub::FetchResult result;
-  result.repo = kRelu;
-  result.commit = commit;
-  result.variants = {"torch215-cxx11-cpu-x86_64-linux"};
-  result.files = {{"build/torch215-cxx11-cpu-x86_64-linux/__init__.py", "etag", 1, "sha"}};
+  result.manifest.repo = kRelu;
+  result.manifest.commit = commit;
+  result.manifest.variants = {"torch215-cxx11-cpu-x86_64-linux"};
+  result.manifest.files = {{"build/torch215-cxx11-cpu-x86_64-linux/__init__.py", 1, "sha", "etag"}};
   return result;
 }
 
@@ -35,8 +35,8 @@ TEST_CASE("the warm path answers the same request, under the same selection, wit
   memo.remember(key, served(std::string(40, 'a')));
   const auto warm = memo.warm(key.resolve, key.selection);
   REQUIRE(warm);
-  CHECK(warm->commit == std::string(40, 'a'));
-  CHECK(warm->files.size() == 1);
+  CHECK(warm->manifest.commit == std::string(40, 'a'));
+  CHECK(warm->manifest.files.size() == 1);
 
   // Another selection of the same commit, or another Ref, is not answered from it.
   fetch::Request all = v1;

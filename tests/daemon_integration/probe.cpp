@@ -91,10 +91,17 @@ int fetch(const std::string& socket, const std::string& repo, int version,
     return 1;
   }
   json files = json::object();
-  for (const auto& f : got->files) {
+  if (got->fds.size() != got->manifest.files.size()) {
+    std::cout << json{{"ok", false}, {"code", "fds"}, {"message", "one fd per file expected"}}
+              << "\n";
+    return 1;
+  }
+  for (std::size_t i = 0; i < got->fds.size(); ++i) {
+    const auto& f = got->manifest.files[i];
+    const auto& fd = got->fds[i];
     std::uint64_t size = 0;
-    const int mode = ::fcntl(f.fd.get(), F_GETFL);
-    const auto digest = sha256_of_fd(f.fd.get(), &size);
+    const int mode = ::fcntl(fd.get(), F_GETFL);
+    const auto digest = sha256_of_fd(fd.get(), &size);
     files[f.path] = {{"fd_sha256", digest},
                      {"fd_size", size},
                      {"sha256", f.sha256},
@@ -103,8 +110,8 @@ int fetch(const std::string& socket, const std::string& repo, int version,
   }
   std::cout << json{{"ok", true},
                     {"via_daemon", got->via_daemon},
-                    {"commit", got->commit},
-                    {"snapshot_path", got->snapshot_path.string()},
+                    {"commit", got->manifest.commit},
+                    {"snapshot_path", got->manifest.snapshot_path.string()},
                     {"files", files}}
             << "\n";
   return 0;
@@ -310,7 +317,7 @@ int idle_client(const std::string& socket, int idle_ms, const std::string& repo,
   auto request = version_request(repo, version, variant);
   if (!request) return 2;
   auto got = client->fetch(*request);
-  out["fetch"] = got ? json{{"ok", true}, {"files", got->files.size()}}
+  out["fetch"] = got ? json{{"ok", true}, {"files", got->manifest.files.size()}}
                      : json{{"ok", false},
                             {"code", kernelhub::to_string(got.error().code)},
                             {"message", got.error().message}};

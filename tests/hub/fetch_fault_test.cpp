@@ -29,7 +29,7 @@ bool has_any_file(const fs::path& dir) {
 }
 
 void check_so_correct(const hub::FetchResult& result) {
-  const auto so = result.snapshot_path / "build" / kCpuVariant / kSoName;
+  const auto so = result.manifest.snapshot_path / "build" / kCpuVariant / kSoName;
   CHECK(slurp(so) == cpu_variant_files().at(kSoName));
 }
 

@@ -30,17 +30,17 @@ TEST_CASE("fetch publishes the selected variant into an HF-compatible cache, fil
   FetchFixture fx;
   auto result = fx.fetch();
   REQUIRE(result);
-  CHECK(result->commit == fx.commit);
-  CHECK(result->variants == std::vector<std::string>{kCpuVariant});
-  CHECK_FALSE(result->from_cache);
+  CHECK(result->manifest.commit == fx.commit);
+  CHECK(result->manifest.variants == std::vector<std::string>{kCpuVariant});
+  CHECK_FALSE(result->manifest.from_cache);
   const fs::path repo = repo_dir(fx.cache_root);
-  CHECK(result->snapshot_path == repo / "snapshots" / fx.commit);
+  CHECK(result->manifest.snapshot_path == repo / "snapshots" / fx.commit);
 
   auto expected = cpu_variant_files();
   expected["metadata.json"] = slurp(fx.tmp.path() / "src/build" / kCpuVariant / "metadata.json");
-  REQUIRE(result->files.size() == expected.size());
+  REQUIRE(result->manifest.files.size() == expected.size());
   for (const auto& [rel, content] : expected) {
-    const fs::path link = result->snapshot_path / "build" / kCpuVariant / rel;
+    const fs::path link = result->manifest.snapshot_path / "build" / kCpuVariant / rel;
     INFO(rel);
     REQUIRE(fs::is_symlink(link));
     const fs::path target = fs::read_symlink(link);
@@ -53,15 +53,15 @@ TEST_CASE("fetch publishes the selected variant into an HF-compatible cache, fil
     CHECK(target.filename() == etag);
     // Outside the lambda: clang 14 cannot capture a structured binding.
     const std::string want = (fs::path("build") / kCpuVariant / rel).string();
-    const auto file = std::find_if(result->files.begin(), result->files.end(),
-                                   [&](const hub::FetchedFile& f) { return f.path == want; });
-    REQUIRE(file != result->files.end());
+    const auto file = std::find_if(result->manifest.files.begin(), result->manifest.files.end(),
+                                   [&](const fetch::ManifestFile& f) { return f.path == want; });
+    REQUIRE(file != result->manifest.files.end());
     CHECK(file->sha256 == trust::sha256_hex(content));
     CHECK(file->size == content.size());
     CHECK(file->etag == etag);
   }
-  CHECK_FALSE(fs::exists(result->snapshot_path / "build" / kCudaVariant));
-  CHECK_FALSE(fs::exists(result->snapshot_path / "README.md"));
+  CHECK_FALSE(fs::exists(result->manifest.snapshot_path / "build" / kCudaVariant));
+  CHECK_FALSE(fs::exists(result->manifest.snapshot_path / "README.md"));
   CHECK(slurp(repo / "refs" / "v1") == fx.commit);  // no trailing newline
   CHECK(count_files(repo / "blobs") == expected.size());
   for (const auto& entry : fs::directory_iterator(repo / "blobs")) {
@@ -76,9 +76,9 @@ TEST_CASE("a second fetch of a cached variant downloads no file") {
   fx.server->reset_requests();
   auto again = fx.fetch();
   REQUIRE(again);
-  CHECK(again->commit == fx.commit);
+  CHECK(again->manifest.commit == fx.commit);
   CHECK(fx.file_gets() == 0);
-  CHECK(again->files.size() == 5);
+  CHECK(again->manifest.files.size() == 5);
 }
 
 TEST_CASE("offline mode serves a complete cached snapshot without the server") {
@@ -89,10 +89,10 @@ TEST_CASE("offline mode serves a complete cached snapshot without the server") {
   config.offline = true;
   auto offline = fx.fetch(FetchFixture::request(), config);
   REQUIRE(offline);
-  CHECK(offline->from_cache);
-  CHECK(offline->commit == fx.commit);
-  CHECK(offline->variants == std::vector<std::string>{kCpuVariant});
-  CHECK(offline->files.size() == 5);
+  CHECK(offline->manifest.from_cache);
+  CHECK(offline->manifest.commit == fx.commit);
+  CHECK(offline->manifest.variants == std::vector<std::string>{kCpuVariant});
+  CHECK(offline->manifest.files.size() == 5);
 
   auto missing = FetchFixture::request();
   missing.ref = *fetch::Ref::version(2);
@@ -134,7 +134,7 @@ TEST_CASE("an unreachable Hub falls back to the cached snapshot, else a network 
   fx.server->stop();
   auto cached = fx.fetch(revision, fx.config());
   REQUIRE(cached);
-  CHECK(cached->from_cache);
+  CHECK(cached->manifest.from_cache);
   auto uncached = fx.fetch(FetchFixture::request(), fx.config());  // refs/v1 was never written
   REQUIRE_FALSE(uncached);
   CHECK(uncached.error().code == ErrorCode::network);
@@ -185,7 +185,7 @@ TEST_CASE("a commit sha revision writes no ref, a branch revision writes refs/<b
   request.ref = *fetch::Ref::revision(fx.commit);
   auto by_sha = fx.fetch(request, fx.config());
   REQUIRE(by_sha);
-  CHECK(by_sha->commit == fx.commit);
+  CHECK(by_sha->manifest.commit == fx.commit);
   CHECK_FALSE(fs::exists(repo_dir(fx.cache_root) / "refs" / fx.commit));
   CHECK(fx.server->count("GET", "/revision/") == 0);
 }
@@ -203,8 +203,8 @@ TEST_CASE("a missing --variant is refused, and --all-variants takes every varian
   request.variants = fetch::VariantChoice::all();
   auto all = fx.fetch(request, fx.config());
   REQUIRE(all);
-  CHECK(all->variants == std::vector<std::string>{kCpuVariant, kCudaVariant});
-  CHECK(fs::exists(all->snapshot_path / "build" / kCudaVariant / "__init__.py"));
+  CHECK(all->manifest.variants == std::vector<std::string>{kCpuVariant, kCudaVariant});
+  CHECK(fs::exists(all->manifest.snapshot_path / "build" / kCudaVariant / "__init__.py"));
 }
 
 TEST_CASE("a platform with no compatible variant gets no_matching_variant") {

@@ -59,9 +59,9 @@ TEST_CASE("a renamed repo's 307 is followed and the kernel downloads under its n
   INFO((result ? "" : result.error().message));
   REQUIRE(result);
   CHECK(fx.server->count_status(307, "/api/kernels/kernels-community/old-name/") == 1);
-  CHECK(result->repo.str() == "kernels-community/demo-fetch");
-  CHECK(result->commit == fx.commit);
-  CHECK(slurp(result->snapshot_path / "build" / kCpuVariant / kSoName) ==
+  CHECK(result->manifest.repo.str() == "kernels-community/demo-fetch");
+  CHECK(result->manifest.commit == fx.commit);
+  CHECK(slurp(result->manifest.snapshot_path / "build" / kCpuVariant / kSoName) ==
         cpu_variant_files().at(kSoName));
   // After the first redirect every request names the new repo directly.
   CHECK(fx.server->count("GET", "old-name") == 1);
@@ -90,7 +90,7 @@ TEST_CASE("a repo transferred to an untrusted org is refused before the new org 
   auto allowed = fx.fetch(request_for("kernels-community", "moved"), fx.config(), opted_in);
   INFO((allowed ? "" : allowed.error().message));
   REQUIRE(allowed);
-  CHECK(allowed->repo.str() == "SageAttention/demo-fetch");
+  CHECK(allowed->manifest.repo.str() == "SageAttention/demo-fetch");
   CHECK(fx.server->count("GET", "/api/kernels/SageAttention/demo-fetch/") >= 1);
 }
 
@@ -121,7 +121,7 @@ TEST_CASE("a legacy model-type repo behind a rename is found through the model p
   REQUIRE(result);
   CHECK(fx.server->count_status(404, "/api/kernels/kernels-community/demo-fetch/refs") == 1);
   CHECK(fx.server->count_status(307, "/api/models/kernels-community/legacy/refs") == 1);
-  CHECK(result->repo.str() == "kernels-community/demo-fetch");
+  CHECK(result->manifest.repo.str() == "kernels-community/demo-fetch");
   CHECK(fx.server->count("GET", "/kernels-community/demo-fetch/resolve/") >= 1);
   CHECK(fx.server->count("GET", "/kernels/kernels-community/demo-fetch/resolve/") == 0);
 }
@@ -204,7 +204,7 @@ TEST_CASE("an anonymous 401 without X-Error-Code is repo_not_found after the leg
     REQUIRE(result);
     CHECK(fx.server->count_status(401, "/api/kernels/kernels-community/demo-fetch/") == 1);
     CHECK(fx.server->count_status(200, "/api/models/kernels-community/demo-fetch/refs") == 1);
-    CHECK(result->commit == fx.commit);
+    CHECK(result->manifest.commit == fx.commit);
   }
   SECTION("a private repo answers a bare 401 without a token and serves with one") {
     plan.private_repos = {"kernels-community/demo-fetch"};
@@ -284,10 +284,11 @@ TEST_CASE("a Hub error on revision resolution serves a complete cached snapshot 
     CHECK(fx.server->count_status(c.status, c.path) == 1);  // asked once, not retried
     REQUIRE(result);
     CHECK(elapsed < std::chrono::seconds(2));
-    CHECK(result->from_cache);
-    CHECK(result->commit == fx.commit);
-    CHECK(result->cache_fallback.find(std::string(to_string(c.code))) == 0);
-    CHECK(result->cache_fallback.find("HTTP " + std::to_string(c.status)) != std::string::npos);
+    CHECK(result->manifest.from_cache);
+    CHECK(result->manifest.commit == fx.commit);
+    CHECK(result->manifest.cache_fallback.find(std::string(to_string(c.code))) == 0);
+    CHECK(result->manifest.cache_fallback.find("HTTP " + std::to_string(c.status)) !=
+          std::string::npos);
     CHECK(fx.file_gets() == 0);
   }
 }
@@ -309,7 +310,7 @@ TEST_CASE("a Hub error on revision resolution with nothing usable cached is a ty
     fx.server->set_faults({});
     auto warm = fx.fetch(main_revision(), fx.config());
     REQUIRE(warm);
-    const auto so = warm->snapshot_path / "build" / kCpuVariant / kSoName;
+    const auto so = warm->manifest.snapshot_path / "build" / kCpuVariant / kSoName;
     const auto blob = fs::canonical(so);
     fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
     std::ofstream(blob, std::ios::binary | std::ios::in | std::ios::out) << "tampered";

@@ -69,9 +69,9 @@ TEST_CASE("a redirect to a trusted repo is followed", "[hub][redirect]") {
   auto result = fx.fetch(moved_request("kernels-community"), fx.config());
   INFO((result ? "" : result.error().message));
   REQUIRE(result);
-  CHECK(result->repo.str() == "kernels-community/demo-fetch");
-  CHECK(result->commit == fx.commit);
-  CHECK(fs::exists(result->snapshot_path / "build" / kCpuVariant / kSoName));
+  CHECK(result->manifest.repo.str() == "kernels-community/demo-fetch");
+  CHECK(result->manifest.commit == fx.commit);
+  CHECK(fs::exists(result->manifest.snapshot_path / "build" / kCpuVariant / kSoName));
 }
 
 TEST_CASE("a trusted repo that redirects to an untrusted publisher is refused before any download",
@@ -95,7 +95,7 @@ TEST_CASE("a trusted repo that redirects to an untrusted publisher is refused be
   auto allowed = fx.fetch(moved_request("kernels-community"), fx.config(), opted_in);
   INFO((allowed ? "" : allowed.error().message));
   REQUIRE(allowed);
-  CHECK(allowed->repo.str() == "SageAttention/demo-fetch");
+  CHECK(allowed->manifest.repo.str() == "SageAttention/demo-fetch");
 }
 
 TEST_CASE("a redirect loop ends in a typed error", "[hub][redirect]") {

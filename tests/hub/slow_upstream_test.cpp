@@ -226,7 +226,7 @@ TEST_CASE("a steady link above the floor is never timed out") {
   CHECK(fx.server->paced_bytes() >= cpu_variant_files().at(kSoName).size());
   INFO((result ? std::string() : result.error().message));
   REQUIRE(result);
-  CHECK(slurp(result->snapshot_path / "build" / kCpuVariant / kSoName) ==
+  CHECK(slurp(result->manifest.snapshot_path / "build" / kCpuVariant / kSoName) ==
         cpu_variant_files().at(kSoName));
   CHECK(seconds >= 0.3);  // the body really took several windows' worth of trickle steps
 }

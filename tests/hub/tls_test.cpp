@@ -130,7 +130,7 @@ TEST_CASE("the CA given through each variable makes the https download succeed")
   auto result = hub.fx.fetch(FetchFixture::request(), hub.config(vars));
   INFO((result ? std::string() : result.error().message));
   REQUIRE(result);
-  CHECK(slurp(result->snapshot_path / "build" / kCpuVariant / kSoName) ==
+  CHECK(slurp(result->manifest.snapshot_path / "build" / kCpuVariant / kSoName) ==
         cpu_variant_files().at(kSoName));
   // Everything went over https, the LFS redirect to the object URL included.
   CHECK(hub.https->count("GET", "/lfs-objects/") >= 1);

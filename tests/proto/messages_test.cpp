@@ -59,18 +59,19 @@ std::vector<GoldenCase> golden_cases() {
   locked.locked = std::map<std::string, std::string>{{kVariant, "sha256-" + kSha}};
 
   Fetched fetched{7,
-                  "kernels-community/relu",
-                  kCommit,
-                  {kVariant},
-                  true,
-                  "/var/cache/kernelhub/kernels--kernels-community--relu/snapshots/" + kCommit,
-                  {{"build/" + kVariant + "/_relu.abi3.so", 104857600, kSha, 0},
-                   {"build/" + kVariant + "/__init__.py", 0, kEmptySha, 1}},
-                  "http_status: HTTP 503 from the Hub",
-                  "kernels-community/relu v1 moved to " + kCommit + ", which does not descend",
-                  {"unverified signature: kernels-community/relu build/" + kVariant +
-                   ": signature: the variant has no metadata.json.sigstore (served: [signatures] "
-                   "mode is warn)"}};
+                  {trust::RepoId{"kernels-community", "relu"},
+                   kCommit,
+                   {kVariant},
+                   "/var/cache/kernelhub/kernels--kernels-community--relu/snapshots/" + kCommit,
+                   {{"build/" + kVariant + "/_relu.abi3.so", 104857600, kSha, ""},
+                    {"build/" + kVariant + "/__init__.py", 0, kEmptySha, ""}},
+                   true,
+                   "http_status: HTTP 503 from the Hub",
+                   "kernels-community/relu v1 moved to " + kCommit + ", which does not descend",
+                   {"unverified signature: kernels-community/relu build/" + kVariant +
+                    ": signature: the variant has no metadata.json.sigstore (served: [signatures] "
+                    "mode is warn)"}},
+                  /*with_fds=*/true};
 
   LsReply ls{
       3, nlohmann::json::array({{{"repo", "kernels-community/relu"},

@@ -66,6 +66,18 @@ TEST_CASE("wrong member types are invalid_request naming the member and the id",
       {"fetch_locked", Sender::client, "locked", json::array()},
       {"fetch_locked", Sender::client, "locked", json::object({{"v", 1}})},
       {"fetched", Sender::daemon, "refused_move", 7},
+      // A manifest is built here: a repo id, notes that are absent or say something, and
+      // files[i]'s descriptor is fd i, on every file or on none.
+      {"fetched", Sender::daemon, "repo", "relu"},
+      {"fetched", Sender::daemon, "cache_fallback", ""},
+      {"fetched", Sender::daemon, "files",
+       json::array({json{{"path", "a"}, {"size", 1}, {"sha256", "x"}, {"fd", 1}}})},
+      {"fetched", Sender::daemon, "files",
+       json::array({json{{"path", "a"}, {"size", 1}, {"sha256", "x"}, {"fd", 0}},
+                    json{{"path", "b"}, {"size", 1}, {"sha256", "x"}}})},
+      {"fetched", Sender::daemon, "files",
+       json::array({json{{"path", "a"}, {"size", 1}, {"sha256", "x"}},
+                    json{{"path", "b"}, {"size", 1}, {"sha256", "x"}, {"fd", 1}}})},
   };
   for (const auto& c : cases) {
     auto frame = load_golden(c.golden);

@@ -43,27 +43,13 @@ struct ClientOptions {
   bool pipelined_handshake = false;
 };
 
-struct HandedFile {
-  std::string path;  // repo-relative, e.g. build/<variant>/_ops.py
-  std::uint64_t size = 0;
-  std::string sha256;  // hex, from the verified manifest
-  UniqueFd fd;         // O_RDONLY, regular file, size checked; empty after prefetch
-};
-
+// A fetch as an app receives it: the manifest (the verified files' paths, sizes and sha256;
+// notes for the user) and an open descriptor per file.
 struct FetchedKernel {
-  trust::RepoId repo;
-  std::string commit;
-  std::vector<std::string> variants;
-  std::filesystem::path snapshot_path;  // snapshots/<commit> (for Python interop)
-  bool from_cache = false;
+  fetch::Manifest manifest;  // manifest.snapshot_path is snapshots/<commit> (Python interop)
   bool via_daemon = false;
-  std::vector<HandedFile> files;
-  // Non-empty when a Hub error made the fetch serve the cached snapshot: the Hub's error.
-  std::string cache_fallback{};
-  // Non-empty when the rollback guard refused a vN move (the accepted commit was served).
-  std::string refused_move{};
-  // [signatures] warn mode: variants served although their signature does not hold.
-  std::vector<std::string> signature_warnings{};
+  // fds[i] is manifest.files[i]'s: O_RDONLY, a regular file of its size; none after prefetch.
+  std::vector<UniqueFd> fds;
 };
 
 // The socket a client would use: options.socket, else $KERNELHUB_SOCKET, else the default.

@@ -39,7 +39,7 @@ namespace kernelhub::daemon {
 
 struct HandOut {
   proto::Fetched reply;
-  std::vector<UniqueFd> fds;  // in the order of reply.files[i].fd
+  std::vector<UniqueFd> fds;  // fds[i] is reply.manifest.files[i]'s (none without with_fds)
 };
 
 // Called on the requesting connection's thread, never on the download's.

@@ -1,7 +1,7 @@
-// kernelhubd's warm path. What a flight served is kept as a Manifest
-// (the files and receipts of one commit for one selection), and what a (repo, Ref) resolved
-// to is kept for the resolve TTL; a request that finds both is answered from the cache
-// without asking the Hub (fetch_service.cpp).
+// kernelhubd's warm path. What a flight served (the manifest and receipts of one commit for
+// one selection) is kept, and what a (repo, Ref) resolved to is kept for the resolve TTL; a
+// request that finds both is answered from the cache without asking the Hub
+// (fetch_service.cpp).
 #pragma once
 
 #include <chrono>
@@ -18,19 +18,6 @@
 
 namespace kernelhub::daemon {
 
-// What a hand-out serves: one commit's files for one selection, and their receipts.
-struct Manifest {
-  trust::RepoId repo;
-  std::string commit;
-  std::vector<std::string> variants;
-  std::string snapshot_path;
-  std::vector<hub::FetchedFile> files;
-  std::vector<hub::SignatureReceipt> signatures;  // [signatures] on: one per variant
-  std::optional<int> signed_version;              // what their metadata.json must state
-
-  static Manifest of(const hub::FetchResult& result);
-};
-
 class ManifestMemo {
  public:
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
@@ -41,9 +28,11 @@ class ManifestMemo {
 
   // The manifest for what `resolve_key` resolved to within its TTL, under `selection`; null
   // when either is not known (or the resolution expired).
-  std::shared_ptr<const Manifest> warm(const fetch::ResolveKey& resolve_key,
-                                       const fetch::Selection& selection);
-  // What the flight of `key` served.
+  std::shared_ptr<const hub::FetchResult> warm(const fetch::ResolveKey& resolve_key,
+                                               const fetch::Selection& selection);
+  // What the flight of `key` served; it is kept as served from the cache, without the notes
+  // of that flight (a cache fallback, a refused move, signature warnings: a hand-out judges
+  // the receipts again).
   void remember(const fetch::FlightKey& key, const hub::FetchResult& result);
   // A manifest no longer matched the cache, or the trusted root changed: everything goes.
   void forget_all();
@@ -57,7 +46,7 @@ class ManifestMemo {
   Clock now_;
   std::mutex mutex_;
   std::map<fetch::ResolveKey, Resolved> resolved_;
-  std::map<fetch::ManifestKey, std::shared_ptr<const Manifest>> manifests_;
+  std::map<fetch::ManifestKey, std::shared_ptr<const hub::FetchResult>> manifests_;
 };
 
 }  // namespace kernelhub::daemon

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernelhub/cache/kernel_cache.hpp"
+#include "kernelhub/fetch/manifest.hpp"
 #include "kernelhub/fetch/request.hpp"
 #include "kernelhub/hub/http.hpp"
 #include "kernelhub/hub/hub_api.hpp"
@@ -29,30 +30,13 @@
 
 namespace kernelhub::hub {
 
-struct FetchedFile {
-  std::string path;  // repo-relative, e.g. build/<variant>/__init__.py
-  std::string etag;
-  std::uint64_t size = 0;
-  std::string sha256;  // hex
-};
-
+// The fetcher's answer: the manifest it served and the signature receipts behind it
+// (kernelhubd judges them again at every hand-out, by the policy in force then).
 struct FetchResult {
-  trust::RepoId repo;
-  std::string commit;
-  std::vector<std::string> variants;
-  std::filesystem::path snapshot_path;  // snapshots/<commit>; variants under build/
-  std::vector<FetchedFile> files;
-  bool from_cache = false;  // served without contacting the Hub
-  // Non-empty when the Hub failed (unreachable, 5xx, 429, 401, ...) and the cached snapshot
-  // was served instead: the Hub's error, for the user to see.
-  std::string cache_fallback;
-  // Non-empty when the Hub moved the requested vN to a commit that does not descend from the
-  // one accepted before: what was refused (the accepted commit was served instead).
-  std::string refused_move;
-  // [signatures] (mode not off): one receipt per served variant, and the warnings warn mode
-  // gives for the ones that do not hold (enforce refuses those instead).
+  fetch::Manifest manifest;
+  // [signatures] (mode not off): one receipt per served variant; warn mode's warnings for
+  // the ones that do not hold are in manifest.signature_warnings (enforce refuses those).
   std::vector<SignatureReceipt> signatures;
-  std::vector<std::string> signature_warnings;
   // The version the signed metadata.json must state: the requested vN (none for a revision,
   // or once a kernel-status.toml redirect has left the requested repo).
   std::optional<int> signed_version;

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernelhub/fetch/manifest.hpp"
 #include "kernelhub/util/result.hpp"
 
 namespace kernelhub::proto {
@@ -71,32 +72,13 @@ struct Progress {
   bool operator==(const Progress&) const = default;
 };
 
-struct FetchedFile {
-  std::string path;  // repo-relative
-  std::uint64_t size = 0;
-  std::string sha256;             // hex
-  std::optional<std::size_t> fd;  // index into the frame's SCM_RIGHTS array
-  bool operator==(const FetchedFile&) const = default;
-};
-
+// The answer to a fetch: what was served. With `with_fds` each file comes with a descriptor,
+// files[i]'s being the frame's SCM_RIGHTS fd i (on the wire: "fd": i). The manifest's etags
+// stay in kernelhubd.
 struct Fetched {
   RequestId id = 0;
-  std::string repo;
-  std::string commit;
-  std::vector<std::string> variants;
-  bool from_cache = false;
-  std::string snapshot_path;
-  std::vector<FetchedFile> files;
-  // Set when a Hub error made the daemon serve its cached snapshot: the Hub's error, for
-  // the client to show.
-  std::optional<std::string> cache_fallback;
-  // Set when the Hub moved the requested vN to a commit that does not descend from the one
-  // the daemon accepted before: the refusal, for the client to show (the accepted commit
-  // was served).
-  std::optional<std::string> refused_move;
-  // [signatures] warn mode: one line per served variant whose signature does not hold (the
-  // client shows them); absent when there is none.
-  std::vector<std::string> signature_warnings;
+  fetch::Manifest manifest;
+  bool with_fds = false;
   bool operator==(const Fetched&) const = default;
 };
 
@@ -245,7 +227,6 @@ std::optional<RequestId> request_id_of(const nlohmann::json& frame);
 nlohmann::json to_json(const Hello& m);
 nlohmann::json to_json(const FetchRequest& m);
 nlohmann::json to_json(const Progress& m);
-nlohmann::json to_json(const FetchedFile& m);
 nlohmann::json to_json(const Fetched& m);
 nlohmann::json to_json(const StatusRequest& m);
 nlohmann::json to_json(const Counters& m);
