@@ -75,9 +75,8 @@ bool KernelCache::is_known_missing(const trust::RepoId& repo, std::string_view c
 
 Result<void> KernelCache::mark_missing(const trust::RepoId& repo, std::string_view commit,
                                        std::string_view path) const {
-  auto safe = trust::validate_repo_path(path);
-  if (!safe) return fail(safe.error());
-  const fs::path marker = repo_dir(repo) / ".no_exist" / std::string(commit) / *safe;
+  KH_TRY_ASSIGN(auto safe, trust::validate_repo_path(path));
+  const fs::path marker = repo_dir(repo) / ".no_exist" / std::string(commit) / safe;
   // A hint, not a publish: losing it to a power cut costs one question to the Hub, so
   // nothing here is fsynced (huggingface_hub does not either).
   KH_TRY(util::make_dirs(marker.parent_path()));

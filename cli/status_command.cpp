@@ -53,9 +53,8 @@ Result<std::string> prometheus_text(nlohmann::json status) {
   status.erase("mode");
   status["type"] = "status";
   status["id"] = 0;
-  auto parsed = proto::parse_message(status, proto::Sender::daemon);
-  if (!parsed) return fail(parsed.error());
-  const auto* reply = std::get_if<proto::StatusReply>(&*parsed);
+  KH_TRY_ASSIGN(auto parsed, proto::parse_message(status, proto::Sender::daemon));
+  const auto* reply = std::get_if<proto::StatusReply>(&parsed);
   if (reply == nullptr)
     return fail(ErrorCode::protocol_error, "kernelhubd answered status with another reply");
   return proto::render_prometheus(*reply);

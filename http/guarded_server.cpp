@@ -332,14 +332,13 @@ GuardedServer::~GuardedServer() { shutdown(); }
 Result<int> GuardedServer::bind(const std::string& host, int port, bool loopback_only) {
   if (gate_->listener) return fail(ErrorCode::internal, "the server is already bound");
   if (!gate_->wake) return fail(ErrorCode::io, std::string("eventfd: ") + std::strerror(errno));
-  auto fd = listen_on(host, port, loopback_only);
-  if (!fd) return fail(fd.error());
+  KH_TRY_ASSIGN(auto fd, listen_on(host, port, loopback_only));
   sockaddr_storage bound{};
   socklen_t len = sizeof bound;
-  ::getsockname(fd->get(), reinterpret_cast<sockaddr*>(&bound), &len);
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
   const SocketAddress at = socket_address(bound);
   gate_->ip = at.ip;
-  gate_->listener = std::move(*fd);
+  gate_->listener = std::move(fd);
   // httplib's content providers stop writing once svr_sock_ is invalid (its "shutting down").
   svr_sock_ = gate_->listener.get();
   return at.port;

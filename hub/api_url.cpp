@@ -67,24 +67,22 @@ const char* route_name(RepoRoute route) {
 
 Result<std::string> repo_url(std::string_view endpoint, RepoKind kind, const trust::RepoId& repo,
                              RepoRoute route, std::string_view revision, std::string_view path) {
-  auto id = trust::RepoId::parse(repo.str());  // a RepoId may be built without parse()
-  if (!id) return fail(id.error());
+  // a RepoId may be built without parse()
+  KH_TRY_ASSIGN(auto id, trust::RepoId::parse(repo.str()));
   std::string url(endpoint);
   if (route == RepoRoute::resolve) {
-    url += (kind == RepoKind::kernel ? "/kernels/" : "/") + id->str() + "/resolve";
+    url += (kind == RepoKind::kernel ? "/kernels/" : "/") + id.str() + "/resolve";
   } else {
-    url += (kind == RepoKind::kernel ? "/api/kernels/" : "/api/models/") + id->str() + "/" +
+    url += (kind == RepoKind::kernel ? "/api/kernels/" : "/api/models/") + id.str() + "/" +
            route_name(route);
   }
   if (route == RepoRoute::refs) return url;
-  auto rev = trust::validate_revision(revision);
-  if (!rev) return fail(rev.error());
-  url += "/" + util::url_encode(*rev, false);
+  KH_TRY_ASSIGN(auto rev, trust::validate_revision(revision));
+  url += "/" + util::url_encode(rev, false);
   if (route == RepoRoute::revision || route == RepoRoute::commits) return url;
   if (path.empty() && route == RepoRoute::tree) return url;
-  auto safe = trust::validate_repo_path(path);
-  if (!safe) return fail(safe.error());
-  return url + "/" + util::url_encode(*safe, true);
+  KH_TRY_ASSIGN(auto safe, trust::validate_repo_path(path));
+  return url + "/" + util::url_encode(safe, true);
 }
 
 bool has_dot_segment(std::string_view url) {

@@ -19,10 +19,9 @@ constexpr int kMaxApiRedirects = 5;
 
 Result<HttpRequest> HubApi::repo_request(const trust::RepoId& repo, RepoKind kind, RepoRoute route,
                                          std::string_view revision, std::string_view path) const {
-  auto url = repo_url(config_.endpoint, kind, current(repo), route, revision, path);
-  if (!url) return fail(url.error());
+  KH_TRY_ASSIGN(auto url, repo_url(config_.endpoint, kind, current(repo), route, revision, path));
   HttpRequest request;
-  request.url = std::move(*url);
+  request.url = std::move(url);
   return request;
 }
 
@@ -87,15 +86,14 @@ Result<HttpResponse> HubApi::send_api(const trust::RepoId& repo, HttpRequest req
                   "the Hub redirected " + request.url + " to a path with a '.' or '..' segment (" +
                       trust::sanitize_for_message(*location) + "); not followed");
     }
-    auto target = api_repo_in_url(*next, config_.endpoint);
-    if (!target) return fail(target.error());
+    KH_TRY_ASSIGN(auto target, api_repo_in_url(*next, config_.endpoint));
     const trust::RepoId now = moved ? *moved : current(repo);
-    if (*target && (*target)->repo != now) {
+    if (target && target->repo != now) {
       // A renamed or transferred repo: the new name's publisher is decided before any
       // request names it.
-      KH_TRY(check_move(repo, (*target)->repo));
-      spdlog::debug("{} redirects to {} on the Hub", now.str(), (*target)->repo.str());
-      moved = (*target)->repo;
+      KH_TRY(check_move(repo, target->repo));
+      spdlog::debug("{} redirects to {} on the Hub", now.str(), target->repo.str());
+      moved = target->repo;
     }
     request.url = *next;
   }
@@ -126,9 +124,8 @@ Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build
     known = kinds_.count(repo.str()) != 0;
   }
   const RepoKind first = kind(repo);
-  auto request = build(first);
-  if (!request) return fail(request.error());
-  auto result = send(*request);
+  KH_TRY_ASSIGN(auto request, build(first));
+  auto result = send(request);
   if (result) {
     remember(repo, first);
     return result;
@@ -136,9 +133,8 @@ Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build
   if (known || first != RepoKind::kernel || result.error().code != ErrorCode::repo_not_found)
     return result;
   // Legacy kernel repos live under the model type.
-  auto model_request = build(RepoKind::model);
-  if (!model_request) return fail(model_request.error());
-  auto fallback = send(*model_request);
+  KH_TRY_ASSIGN(auto model_request, build(RepoKind::model));
+  auto fallback = send(model_request);
   if (!fallback) {
     if (fallback.error().code == ErrorCode::repo_not_found) return result;  // the kernel-type error
     return fallback;
@@ -148,33 +144,30 @@ Result<HttpResponse> HubApi::send_with_fallback(const trust::RepoId& repo, Build
 }
 
 Result<RepoRefs> HubApi::list_refs(const trust::RepoId& repo, bool retry) {
-  auto response = send_with_fallback(repo, [&](RepoKind kind) {
-    auto request = repo_request(repo, kind, RepoRoute::refs);
-    if (request) request->retry = retry;
-    return request;
-  });
-  if (!response) return fail(response.error());
-  return parse_refs_json(response->body);
+  KH_TRY_ASSIGN(auto response, send_with_fallback(repo, [&](RepoKind kind) {
+                  auto request = repo_request(repo, kind, RepoRoute::refs);
+                  if (request) request->retry = retry;
+                  return request;
+                }));
+  return parse_refs_json(response.body);
 }
 
 Result<std::string> HubApi::resolve_revision(const trust::RepoId& repo, std::string_view revision,
                                              bool retry) {
   if (is_commit_sha(revision)) return std::string(revision);
-  auto response = send_with_fallback(repo, [&](RepoKind kind) {
-    auto request = repo_request(repo, kind, RepoRoute::revision, revision);
-    if (request) request->retry = retry;
-    return request;
-  });
-  if (!response) return fail(response.error());
-  return parse_revision_json(response->body);
+  KH_TRY_ASSIGN(auto response, send_with_fallback(repo, [&](RepoKind kind) {
+                  auto request = repo_request(repo, kind, RepoRoute::revision, revision);
+                  if (request) request->retry = retry;
+                  return request;
+                }));
+  return parse_revision_json(response.body);
 }
 
 Result<std::string> HubApi::resolve_version(const trust::RepoId& repo, std::uint64_t version,
                                             bool retry) {
-  auto refs = list_refs(repo, retry);
-  if (!refs) return fail(refs.error());
+  KH_TRY_ASSIGN(auto refs, list_refs(repo, retry));
   std::vector<std::uint64_t> versions;
-  for (const auto& branch : refs->branches) {
+  for (const auto& branch : refs.branches) {
     const auto found = trust::version_of_branch(branch.name);
     if (!found) continue;
     if (*found == version) return branch.target_commit;
@@ -191,28 +184,25 @@ Result<std::string> HubApi::resolve_version(const trust::RepoId& repo, std::uint
 
 Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std::string_view commit,
                                                  std::string_view path_in_repo, bool recursive) {
-  auto first = send_with_fallback(repo, [&](RepoKind kind) {
-    auto request = repo_request(repo, kind, RepoRoute::tree, commit, path_in_repo);
-    if (request)
-      request->url += recursive ? "?recursive=true&expand=false" : "?recursive=false&expand=false";
-    return request;
-  });
-  if (!first) return fail(first.error());
+  KH_TRY_ASSIGN(HttpResponse page, send_with_fallback(repo, [&](RepoKind kind) {
+                  auto request = repo_request(repo, kind, RepoRoute::tree, commit, path_in_repo);
+                  if (request)
+                    request->url += recursive ? "?recursive=true&expand=false"
+                                              : "?recursive=false&expand=false";
+                  return request;
+                }));
 
   std::vector<TreeEntry> entries;
-  HttpResponse page = std::move(*first);
   for (int pages = 1;; ++pages) {
-    auto parsed = parse_tree_json(page.body, path_in_repo);
-    if (!parsed) return fail(parsed.error());
-    for (auto& entry : *parsed) entries.push_back(std::move(entry));
+    KH_TRY_ASSIGN(auto parsed, parse_tree_json(page.body, path_in_repo));
+    for (auto& entry : parsed) entries.push_back(std::move(entry));
     const auto link = page.header("link");
     if (!link || !parse_link_next(*link)) break;  // the last page
     if (pages >= kMaxTreePages)
       return fail(ErrorCode::malformed_response, "tree listing has too many pages");
-    auto next = next_page(repo, page);
-    if (!next) return fail(next.error());
-    if (!*next) break;
-    page = std::move(**next);
+    KH_TRY_ASSIGN(auto next, next_page(repo, page));
+    if (!next) break;
+    page = std::move(*next);
   }
   return entries;
 }
@@ -220,22 +210,19 @@ Result<std::vector<TreeEntry>> HubApi::list_tree(const trust::RepoId& repo, std:
 Result<bool> HubApi::history_contains(const trust::RepoId& repo, std::string_view commit,
                                       std::string_view ancestor, std::size_t max_commits) {
   if (commit == ancestor) return true;
-  auto first = send_with_fallback(
-      repo, [&](RepoKind kind) { return repo_request(repo, kind, RepoRoute::commits, commit); });
-  if (!first) return fail(first.error());
-  HttpResponse page = std::move(*first);
+  KH_TRY_ASSIGN(HttpResponse page, send_with_fallback(repo, [&](RepoKind kind) {
+                  return repo_request(repo, kind, RepoRoute::commits, commit);
+                }));
   for (std::size_t seen = 0;;) {
-    auto ids = parse_commits_json(page.body);
-    if (!ids) return fail(ids.error());
-    if (ids->empty()) return false;
-    for (const auto& id : *ids) {
+    KH_TRY_ASSIGN(auto ids, parse_commits_json(page.body));
+    if (ids.empty()) return false;
+    for (const auto& id : ids) {
       if (id == ancestor) return true;
       if (++seen >= max_commits) return false;
     }
-    auto next = next_page(repo, page);
-    if (!next) return fail(next.error());
-    if (!*next) return false;
-    page = std::move(**next);
+    KH_TRY_ASSIGN(auto next, next_page(repo, page));
+    if (!next) return false;
+    page = std::move(*next);
   }
 }
 
@@ -247,18 +234,16 @@ Result<std::optional<HttpResponse>> HubApi::next_page(const trust::RepoId& repo,
   HttpRequest request;
   request.url = next->find("://") == std::string::npos ? config_.endpoint + *next : *next;
   KH_TRY(check_page_url(repo, request.url));
-  auto response = send_api(repo, request);
-  if (!response) return fail(response.error());
-  return std::optional<HttpResponse>{std::move(*response)};
+  KH_TRY_ASSIGN(auto response, send_api(repo, request));
+  return std::optional<HttpResponse>{std::move(response)};
 }
 
 Result<void> HubApi::check_page_url(const trust::RepoId& repo, const std::string& url) const {
   // A next page is the same listing of the same repo, on the configured Hub.
   const auto origin = url_origin(url);
-  auto named = api_repo_in_url(url, config_.endpoint);
-  if (!named) return fail(named.error());
-  if (!origin || origin != url_origin(config_.endpoint) || !*named ||
-      (*named)->repo != current(repo) || has_dot_segment(url)) {
+  KH_TRY_ASSIGN(auto named, api_repo_in_url(url, config_.endpoint));
+  if (!origin || origin != url_origin(config_.endpoint) || !named || named->repo != current(repo) ||
+      has_dot_segment(url)) {
     return fail(ErrorCode::malformed_response,
                 "the Hub's next-page link for " + repo.str() + " leaves its listing (" +
                     trust::sanitize_for_message(url) + "); not followed");
@@ -275,10 +260,9 @@ Result<std::optional<std::string>> HubApi::read_optional_file(const trust::RepoI
                                                               std::string_view commit,
                                                               std::string_view path,
                                                               std::size_t cap) {
-  auto url = resolve_url(repo, commit, path);
-  if (!url) return fail(url.error());
+  KH_TRY_ASSIGN(auto url, resolve_url(repo, commit, path));
   HttpRequest request;
-  request.url = std::move(*url);
+  request.url = std::move(url);
   request.follow_redirects = true;
   request.max_body = cap;
   request.file_size = cap;  // a file: its stall timeout and deadline

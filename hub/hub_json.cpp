@@ -62,38 +62,32 @@ Result<std::vector<GitRef>> parse_ref_list(const json& data, const char* key) {
 bool is_commit_sha(std::string_view text) noexcept { return trust::is_lower_hex(text, 40); }
 
 Result<RepoRefs> parse_refs_json(std::string_view body) {
-  auto data = parse(body, "refs");
-  if (!data) return fail(data.error());
-  if (!data->is_object()) return malformed("refs response is not an object");
-  auto branches = parse_ref_list(*data, "branches");
-  if (!branches) return fail(branches.error());
-  auto tags = parse_ref_list(*data, "tags");
-  if (!tags) return fail(tags.error());
-  return RepoRefs{std::move(*branches), std::move(*tags)};
+  KH_TRY_ASSIGN(auto data, parse(body, "refs"));
+  if (!data.is_object()) return malformed("refs response is not an object");
+  KH_TRY_ASSIGN(auto branches, parse_ref_list(data, "branches"));
+  KH_TRY_ASSIGN(auto tags, parse_ref_list(data, "tags"));
+  return RepoRefs{std::move(branches), std::move(tags)};
 }
 
 Result<std::string> parse_revision_json(std::string_view body) {
-  auto data = parse(body, "revision");
-  if (!data) return fail(data.error());
-  if (!data->is_object()) return malformed("revision response is not an object");
-  auto sha = string_field(*data, "sha");
+  KH_TRY_ASSIGN(auto data, parse(body, "revision"));
+  if (!data.is_object()) return malformed("revision response is not an object");
+  auto sha = string_field(data, "sha");
   if (!sha || !is_commit_sha(*sha)) return malformed("revision response has no 40-hex 'sha'");
   return *sha;
 }
 
 Result<std::vector<TreeEntry>> parse_tree_json(std::string_view body, std::string_view under) {
-  auto data = parse(body, "tree");
-  if (!data) return fail(data.error());
-  if (!data->is_array()) return malformed("tree response is not an array");
+  KH_TRY_ASSIGN(auto data, parse(body, "tree"));
+  if (!data.is_array()) return malformed("tree response is not an array");
   std::vector<TreeEntry> entries;
-  entries.reserve(data->size());
-  for (const auto& item : *data) {
+  entries.reserve(data.size());
+  for (const auto& item : data) {
     if (!item.is_object()) return malformed("tree entry is not an object");
     auto path = string_field(item, "path");
     if (!path) return malformed("tree entry without a path");
     // Hostile names are refused here, before anything else sees them.
-    auto safe = trust::validate_repo_path(*path);
-    if (!safe) return fail(safe.error());
+    KH_TRY_ASSIGN(auto safe, trust::validate_repo_path(*path));
     if (!under.empty() &&
         !(path->size() > under.size() && path->compare(0, under.size(), under) == 0 &&
           (*path)[under.size()] == '/')) {
@@ -102,7 +96,7 @@ Result<std::vector<TreeEntry>> parse_tree_json(std::string_view body, std::strin
                                               std::string(under) + "'");
     }
     TreeEntry entry;
-    entry.path = std::move(*safe);
+    entry.path = std::move(safe);
     entry.is_file = string_field(item, "type").value_or("") == "file";
     entry.oid = string_field(item, "oid").value_or("");
     if (entry.is_file) {
@@ -129,12 +123,11 @@ Result<std::vector<TreeEntry>> parse_tree_json(std::string_view body, std::strin
 }
 
 Result<std::vector<std::string>> parse_commits_json(std::string_view body) {
-  auto data = parse(body, "commits");
-  if (!data) return fail(data.error());
-  if (!data->is_array()) return malformed("commits response is not an array");
+  KH_TRY_ASSIGN(auto data, parse(body, "commits"));
+  if (!data.is_array()) return malformed("commits response is not an array");
   std::vector<std::string> ids;
-  ids.reserve(data->size());
-  for (const auto& item : *data) {
+  ids.reserve(data.size());
+  for (const auto& item : data) {
     if (!item.is_object()) return malformed("commits: entry is not an object");
     auto id = string_field(item, "id");
     if (!id || !is_commit_sha(*id)) return malformed("commits: entry without a 40-hex id");

@@ -7,11 +7,10 @@ namespace kernelhub::hub {
 Result<cache::bundle::SignatureCheck> import_signature_check(
     const trust::SignatureSettings& settings) {
   if (settings.mode == trust::SignatureMode::off) return cache::bundle::SignatureCheck{};
-  auto verifier = SignatureVerifier::load(settings);
-  if (!verifier) return fail(verifier.error());
+  KH_TRY_ASSIGN(auto verifier, SignatureVerifier::load(settings));
   // Copies of both: the check must not depend on a policy kernelhubd may reload meanwhile.
   return cache::bundle::SignatureCheck(
-      [settings, verifier = std::move(*verifier)](
+      [settings, verifier = std::move(verifier)](
           const trust::RepoId& repo, const std::vector<int>& versions, const std::string& variant,
           const std::string& metadata_etag, std::string_view metadata,
           const std::optional<std::string>& sigstore_bundle)
@@ -23,9 +22,8 @@ Result<cache::bundle::SignatureCheck> import_signature_check(
         if (judged.empty()) judged.emplace_back(std::nullopt);
         cache::bundle::SignatureVerdict out{receipt_to_json(receipt), {}};
         for (const auto& version : judged) {
-          auto verdict = decide_signature(settings, repo, receipt, version);
-          if (!verdict) return fail(verdict.error());
-          if (*verdict) out.warnings.push_back(std::move(**verdict));
+          KH_TRY_ASSIGN(auto verdict, decide_signature(settings, repo, receipt, version));
+          if (verdict) out.warnings.push_back(std::move(*verdict));
         }
         return out;
       });

@@ -57,31 +57,28 @@ Result<void> Locker::lock_tree(const trust::KernelDependency& dependency,
         path.empty() ? "" : " (a dependency of " + describe_path(path, dependency) + ")";
     return fail(decision.code, decision.reason + via);
   }
-  auto commit = dependency.has_version()
-                    ? api_.resolve_version(dependency.repo, dependency.version())
-                    : api_.resolve_revision(dependency.repo, dependency.revision());
-  if (!commit) return fail(commit.error());
+  KH_TRY_ASSIGN(auto commit, dependency.has_version()
+                                 ? api_.resolve_version(dependency.repo, dependency.version())
+                                 : api_.resolve_revision(dependency.repo, dependency.revision()));
 
-  auto build = api_.list_tree(dependency.repo, *commit, "build", false);
+  auto build = api_.list_tree(dependency.repo, commit, "build", false);
   if (!build) {
     if (build.error().code != ErrorCode::entry_not_found) return fail(build.error());
     return fail(ErrorCode::no_matching_variant,
-                dependency.repo.str() + " at " + *commit + " has no build/ folder");
+                dependency.repo.str() + " at " + commit + " has no build/ folder");
   }
-  trust::LockEntry entry{dependency.repo, dependency, *commit, {}};
+  trust::LockEntry entry{dependency.repo, dependency, commit, {}};
   path.push_back(dependency);
   for (const auto& folder : *build) {
     if (folder.is_file) continue;
     const std::string variant = folder.path.substr(std::string_view("build/").size());
     // Every variant's dependencies are locked, not only this host's: the lock travels.
-    auto depends = variant_dependencies(dependency.repo, *commit, variant);
-    if (!depends) return fail(depends.error());
-    for (const auto& next : *depends) KH_TRY(lock_tree(next, path));
+    KH_TRY_ASSIGN(auto depends, variant_dependencies(dependency.repo, commit, variant));
+    for (const auto& next : depends) KH_TRY(lock_tree(next, path));
     // kernels <= 0.16 hashed only the torch variants (never tvm-ffi ones).
     if (format_ == trust::LockFormat::legacy && variant.starts_with("torch")) {
-      auto hash = legacy_hash(dependency.repo, *commit, variant);
-      if (!hash) return fail(hash.error());
-      entry.variant_hashes.emplace(variant, std::move(*hash));
+      KH_TRY_ASSIGN(auto hash, legacy_hash(dependency.repo, commit, variant));
+      entry.variant_hashes.emplace(variant, std::move(hash));
     }
   }
   path.pop_back();
@@ -92,10 +89,9 @@ Result<void> Locker::lock_tree(const trust::KernelDependency& dependency,
 Result<std::vector<trust::KernelDependency>> Locker::variant_dependencies(
     const trust::RepoId& repo, const std::string& commit, const std::string& variant) {
   const std::string file = "build/" + variant + "/metadata.json";
-  auto text = api_.read_optional_file(repo, commit, file, trust::kMaxMetadataBytes);
-  if (!text) return fail(text.error());
-  if (!*text) return std::vector<trust::KernelDependency>{};  // builds before metadata.json
-  auto metadata = trust::parse_kernel_metadata(**text);
+  KH_TRY_ASSIGN(auto text, api_.read_optional_file(repo, commit, file, trust::kMaxMetadataBytes));
+  if (!text) return std::vector<trust::KernelDependency>{};  // builds before metadata.json
+  auto metadata = trust::parse_kernel_metadata(*text);
   if (!metadata) {
     return fail(metadata.error().code,
                 repo.str() + "@" + commit + " " + file + ": " + metadata.error().message);
@@ -106,10 +102,9 @@ Result<std::vector<trust::KernelDependency>> Locker::variant_dependencies(
 Result<std::string> Locker::legacy_hash(const trust::RepoId& repo, const std::string& commit,
                                         const std::string& variant) {
   const std::string folder = "build/" + variant;
-  auto files = api_.list_tree(repo, commit, folder, true);
-  if (!files) return fail(files.error());
+  KH_TRY_ASSIGN(auto files, api_.list_tree(repo, commit, folder, true));
   std::vector<std::pair<std::string, std::string>> ids;
-  for (const auto& entry : *files) {
+  for (const auto& entry : files) {
     if (!entry.is_file || is_ignored_kernel_file(entry.path)) continue;
     ids.emplace_back(entry.path.substr(folder.size() + 1), entry.etag());
   }

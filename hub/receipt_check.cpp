@@ -38,10 +38,9 @@ Result<ReceiptReport> recheck_receipts(const cache::KernelCache& cache,
                                        const std::optional<trust::RepoId>& only,
                                        const trust::SignatureSettings& settings) {
   ReceiptReport report;
-  auto repos = cache.list();
-  if (!repos) return fail(repos.error());
+  KH_TRY_ASSIGN(auto repos, cache.list());
   std::optional<SignatureVerifier> verifier;
-  for (const auto& repo : *repos) {
+  for (const auto& repo : repos) {
     if (only && repo.repo != *only) continue;
     for (const auto& revision : repo.revisions) {
       for (const auto& variant : revision.variants) {
@@ -50,9 +49,7 @@ Result<ReceiptReport> recheck_receipts(const cache::KernelCache& cache,
           continue;
         }
         if (!verifier) {
-          auto loaded = SignatureVerifier::load(settings);
-          if (!loaded) return fail(loaded.error());
-          verifier = std::move(*loaded);
+          KH_TRY_ASSIGN(verifier, SignatureVerifier::load(settings));
         }
         ++report.checked;
         std::optional<SignatureReceipt> stored;

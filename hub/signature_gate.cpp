@@ -126,24 +126,22 @@ std::optional<SignatureReceipt> receipt_from_json(std::string_view text) {
 }
 
 Result<std::string> trusted_root_id(const trust::SignatureSettings& settings) {
-  auto text = sigstore::trusted_root_json(settings.trusted_root);
-  if (!text) return fail(text.error());
-  return trust::sha256_hex(*text);
+  KH_TRY_ASSIGN(auto text, sigstore::trusted_root_json(settings.trusted_root));
+  return trust::sha256_hex(text);
 }
 
 Result<SignatureVerifier> SignatureVerifier::load(const trust::SignatureSettings& settings) {
-  auto text = sigstore::trusted_root_json(settings.trusted_root);
-  if (!text) return fail(text.error());
+  KH_TRY_ASSIGN(auto text, sigstore::trusted_root_json(settings.trusted_root));
   // Parsing a root decodes every key and certificate in it (~0.5 ms for production's); a
   // process parses each distinct root once (kernelhubd builds a verifier per download).
   static std::mutex parsed_mutex;
   static std::map<std::string, std::shared_ptr<const sigstore::TrustedRoot>> parsed;
   SignatureVerifier verifier;
-  verifier.root_id_ = trust::sha256_hex(*text);
+  verifier.root_id_ = trust::sha256_hex(text);
   std::lock_guard lock(parsed_mutex);
   auto& cached = parsed[verifier.root_id_];
   if (!cached) {
-    auto root = sigstore::parse_trusted_root(*text);
+    auto root = sigstore::parse_trusted_root(text);
     if (!root) {
       parsed.erase(verifier.root_id_);
       return fail(ErrorCode::policy, "[signatures] trusted_root " + settings.trusted_root + ": " +
@@ -157,15 +155,13 @@ Result<SignatureVerifier> SignatureVerifier::load(const trust::SignatureSettings
 
 Result<void> check_signature_settings(const trust::SignatureSettings& settings) {
   if (settings.mode == trust::SignatureMode::off) return ok();
-  auto verifier = SignatureVerifier::load(settings);
-  if (!verifier) return fail(verifier.error());
+  KH_TRY(SignatureVerifier::load(settings));
   return ok();
 }
 
 Result<trust::AdminPolicy> load_checked_policy(const std::filesystem::path& path) {
-  auto policy = trust::load_policy_file(path);
-  if (!policy) return fail(policy.error());
-  KH_TRY(check_signature_settings(policy->signatures));
+  KH_TRY_ASSIGN(auto policy, trust::load_policy_file(path));
+  KH_TRY(check_signature_settings(policy.signatures));
   return policy;
 }
 

@@ -22,10 +22,9 @@ Result<std::string> FetchCall::guard_version_move(const fetch::Request& request,
                  state->accepted, offered);
     return offered;
   }
-  auto forward =
-      f_.api_.history_contains(request.repo, offered, state->accepted, kMaxHistoryCommits);
-  if (!forward) return fail(forward.error());
-  if (*forward) return offered;
+  KH_TRY_ASSIGN(const bool forward, f_.api_.history_contains(request.repo, offered, state->accepted,
+                                                             kMaxHistoryCommits));
+  if (forward) return offered;
 
   refused_ = RefusedMove{what, offered, state->accepted};
   // Said once the fetch ends: what is served (served_refusal), or why nothing is.

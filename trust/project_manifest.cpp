@@ -21,9 +21,8 @@ Unexpected invalid(const std::string& source, const std::string& why) {
 Result<std::optional<std::string>> read_manifest_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::optional<std::string>{};
-  auto text = util::read_small_file(path, kProjectToml.max_bytes);
-  if (!text) return fail(text.error());
-  return std::optional<std::string>(std::move(*text));
+  KH_TRY_ASSIGN(auto text, util::read_small_file(path, kProjectToml.max_bytes));
+  return std::optional<std::string>(std::move(text));
 }
 
 // nullopt when the text has no (or an empty) dependency table.

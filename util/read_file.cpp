@@ -59,10 +59,9 @@ Result<UniqueFd> open_regular_file(const std::filesystem::path& path) {
 }
 
 Result<std::string> read_small_file(const std::filesystem::path& path, std::size_t max_bytes) {
-  auto fd = open_regular_file(path);
-  if (!fd) return fail(fd.error());
+  KH_TRY_ASSIGN(auto fd, open_regular_file(path));
   struct stat st {};
-  if (::fstat(fd->get(), &st) != 0) {
+  if (::fstat(fd.get(), &st) != 0) {
     return fail(ErrorCode::io, "cannot stat " + shown(path) + ": " + errno_text(errno));
   }
   const auto size = static_cast<std::size_t>(st.st_size);
@@ -76,7 +75,7 @@ Result<std::string> read_small_file(const std::filesystem::path& path, std::size
       if (done > max_bytes) return too_large(path, max_bytes, max_bytes, true);
       text.resize(std::min(std::max(text.size() * 2, std::size_t{4096}), max_bytes + 1));
     }
-    const ssize_t n = ::read(fd->get(), text.data() + done, text.size() - done);
+    const ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return fail(ErrorCode::io, "cannot read " + shown(path) + ": " + errno_text(errno));
     if (n == 0) break;

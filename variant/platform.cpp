@@ -164,17 +164,15 @@ std::string Platform::describe() const {
 }
 
 Result<Platform> detect_platform(const util::Environment& env, const PlatformOverrides& overrides) {
-  auto torch = detect_torch(env, overrides);
-  if (!torch) return fail(torch.error());
-  auto backend = detect_backend(env, overrides, *torch);
-  if (!backend) return fail(backend.error());
+  KH_TRY_ASSIGN(auto torch, detect_torch(env, overrides));
+  KH_TRY_ASSIGN(auto backend, detect_backend(env, overrides, torch));
 
   utsname uts{};
   if (uname(&uts) != 0) return fail(ErrorCode::internal, "uname failed");
   Platform platform;
-  platform.torch_major = torch->major;
-  platform.torch_minor = torch->minor;
-  platform.backend = std::move(*backend);
+  platform.torch_major = torch.major;
+  platform.torch_minor = torch.minor;
+  platform.backend = std::move(backend);
   platform.os = util::ascii_lower(uts.sysname);
   platform.arch = uts.machine;
   if (platform.arch == "amd64" || platform.arch == "AMD64") platform.arch = "x86_64";

@@ -312,9 +312,8 @@ Result<std::vector<ImportedRepo>> import_bundle(int fd, const KernelCache& cache
     return bad_archive(ErrorCode::malformed_response,
                        "cannot read the bundle: " + archive_error(a.get()));
   }
-  auto text = read_manifest_entry(a.get(), options.limits);
-  if (!text) return fail(text.error());
-  auto manifest = parse_manifest(*text, options.limits);
+  KH_TRY_ASSIGN(auto text, read_manifest_entry(a.get(), options.limits));
+  auto manifest = parse_manifest(text, options.limits);
   if (!manifest) return bad_archive(manifest.error().code, manifest.error().message);
   Importer importer(cache, options, std::move(*manifest));
   KH_TRY(importer.plan());

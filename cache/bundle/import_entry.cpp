@@ -69,9 +69,9 @@ Result<void> stream_blob(archive* a, PlannedBlob& blob, const std::string& shown
   } else {
     BlobWriterOptions writer_options;
     writer_options.published_mode = cache.published_blob_mode();
-    auto created = BlobWriter::create(cache.blobs_dir(repo), expected, writer_options);
-    if (!created) return fail(created.error());
-    writer.emplace(std::move(*created));
+    KH_TRY_ASSIGN(auto created,
+                  BlobWriter::create(cache.blobs_dir(repo), expected, writer_options));
+    writer.emplace(std::move(created));
   }
   const std::size_t keep_cap = trust::kMaxMetadataBytes + 1;
   std::uint64_t read = 0;

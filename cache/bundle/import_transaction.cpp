@@ -36,8 +36,7 @@ Result<void> ImportTransaction::commit_blob(BlobWriter& writer, const fs::path& 
                                             util::DirtyDirs& dirty) {
   const fs::path final_path = blobs_dir / writer.expected().etag;
   const bool existed = exists_no_follow(final_path);
-  auto committed = writer.commit(&dirty);
-  if (!committed) return fail(committed.error());
+  KH_TRY(writer.commit(&dirty));
   if (!existed) files_.push_back(final_path);
   return ok();
 }

@@ -71,9 +71,7 @@ struct HubServer::Impl {
     register_store_routes(server, ctx);
 
     if (guarded) {
-      auto port = guarded->bind(ctx.options.bind_host, ctx.options.port);
-      if (!port) return fail(port.error());
-      ctx.port = *port;
+      KH_TRY_ASSIGN(ctx.port, guarded->bind(ctx.options.bind_host, ctx.options.port));
     } else {
       const int port =
           ctx.options.port == 0

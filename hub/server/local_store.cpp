@@ -57,9 +57,8 @@ Result<std::vector<RefEntry>> scan_refs(const fs::path& dir) {
     if (!it->is_regular_file(ec)) continue;
     const std::string name = fs::relative(it->path(), dir, ec).generic_string();
     if (name.starts_with(kTempPrefix) || !validate_ref_name(name)) continue;
-    auto text = util::read_small_file(it->path(), 256);
-    if (!text) return fail(text.error());
-    std::string sha = text->substr(0, text->find_first_of("\r\n"));
+    KH_TRY_ASSIGN(auto text, util::read_small_file(it->path(), 256));
+    std::string sha = text.substr(0, text.find_first_of("\r\n"));
     if (!is_hex(sha, 40))
       return fail(ErrorCode::io, "ref file " + it->path().string() + " is corrupt");
     out.push_back({name, sha});
@@ -108,11 +107,9 @@ bool LocalStore::has_repo(const trust::RepoId& repo) const {
 Result<RefList> LocalStore::list_refs(const trust::RepoId& repo) const {
   if (!has_repo(repo))
     return fail(ErrorCode::repo_not_found, "repository " + repo.str() + " not found");
-  auto branches = scan_refs(repo_dir(repo) / "refs/heads");
-  if (!branches) return fail(branches.error());
-  auto tags = scan_refs(repo_dir(repo) / "refs/tags");
-  if (!tags) return fail(tags.error());
-  return RefList{std::move(*branches), std::move(*tags)};
+  KH_TRY_ASSIGN(auto branches, scan_refs(repo_dir(repo) / "refs/heads"));
+  KH_TRY_ASSIGN(auto tags, scan_refs(repo_dir(repo) / "refs/tags"));
+  return RefList{std::move(branches), std::move(tags)};
 }
 
 Result<std::optional<std::string>> LocalStore::read_ref(const trust::RepoId& repo, RefKind kind,
@@ -121,9 +118,8 @@ Result<std::optional<std::string>> LocalStore::read_ref(const trust::RepoId& rep
   const fs::path file = repo_dir(repo) / ref_dir(kind) / std::string(name);
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return std::optional<std::string>{};
-  auto text = util::read_small_file(file, 256);
-  if (!text) return fail(text.error());
-  std::string sha = text->substr(0, text->find_first_of("\r\n"));
+  KH_TRY_ASSIGN(auto text, util::read_small_file(file, 256));
+  std::string sha = text.substr(0, text.find_first_of("\r\n"));
   if (!is_hex(sha, 40)) return fail(ErrorCode::io, "ref file " + file.string() + " is corrupt");
   return std::optional<std::string>(std::move(sha));
 }
@@ -153,9 +149,8 @@ Result<std::string> LocalStore::resolve(const trust::RepoId& repo,
   }
   for (const auto& [kind, name] : candidates) {
     if (!validate_ref_name(name)) return not_found();
-    auto sha = read_ref(repo, kind, name);
-    if (!sha) return fail(sha.error());
-    if (*sha) return **sha;
+    KH_TRY_ASSIGN(auto sha, read_ref(repo, kind, name));
+    if (sha) return *sha;
   }
   return not_found();
 }
@@ -192,8 +187,7 @@ Result<StoredFile> LocalStore::add_object(const trust::RepoId& repo, const fs::p
   }
   if (!S_ISREG(st.st_mode))
     return fail(ErrorCode::unsafe_path, source.string() + " is not a regular file");
-  auto tmp = util::TempFile::create(repo_dir(repo) / "tmp", kTempPrefix);
-  if (!tmp) return fail(tmp.error());
+  KH_TRY_ASSIGN(auto tmp, util::TempFile::create(repo_dir(repo) / "tmp", kTempPrefix));
   trust::Sha256 sha256;
   trust::GitBlobSha1 git_oid(static_cast<std::uint64_t>(st.st_size));
   std::vector<char> buf(1 << 20);
@@ -206,7 +200,7 @@ Result<StoredFile> LocalStore::add_object(const trust::RepoId& repo, const fs::p
     if (n == 0) break;
     sha256.update(buf.data(), static_cast<std::size_t>(n));
     git_oid.update(buf.data(), static_cast<std::size_t>(n));
-    KH_TRY(tmp->write_all(buf.data(), static_cast<std::size_t>(n)));
+    KH_TRY(tmp.write_all(buf.data(), static_cast<std::size_t>(n)));
     total += static_cast<std::uint64_t>(n);
   }
   if (total != static_cast<std::uint64_t>(st.st_size)) {
@@ -217,7 +211,7 @@ Result<StoredFile> LocalStore::add_object(const trust::RepoId& repo, const fs::p
   std::error_code ec;
   if (!fs::exists(dest, ec)) {  // same content already stored: the temp is dropped
     KH_TRY(util::make_dirs(dest.parent_path()));
-    KH_TRY(tmp->commit(dest, 0444));
+    KH_TRY(tmp.commit(dest, 0444));
   }
   return file;
 }
@@ -230,11 +224,10 @@ Result<std::string> LocalStore::write_commit(const trust::RepoId& repo, Commit c
                   "parent commit " + *commit.parent + " does not exist");
     }
   }
-  auto text = canonical_commit_json(commit);
-  if (!text) return fail(text.error());
-  const std::string id = sha1_hex(*text);
-  KH_TRY(write_store_file(repo_dir(repo) / "tmp", repo_dir(repo) / "commits" / (id + ".json"),
-                          *text, 0444));
+  KH_TRY_ASSIGN(auto text, canonical_commit_json(commit));
+  const std::string id = sha1_hex(text);
+  KH_TRY(write_store_file(repo_dir(repo) / "tmp", repo_dir(repo) / "commits" / (id + ".json"), text,
+                          0444));
   return id;
 }
 

@@ -54,55 +54,48 @@ Result<std::vector<std::pair<std::string, fs::path>>> collect_source_files(const
 Result<PublishResult> publish_directory(const PublishRequest& request) {
   KH_TRY(validate_ref_name(request.branch));
   if (request.tag) KH_TRY(validate_ref_name(*request.tag));
-  auto files = collect_source_files(request.source);
-  if (!files) return fail(files.error());
-  if (files->empty())
+  KH_TRY_ASSIGN(auto files, collect_source_files(request.source));
+  if (files.empty())
     return fail(ErrorCode::invalid_argument, request.source.string() + " has no files to publish");
 
   const LocalStore store(request.root);
   KH_TRY(store.create_repo(request.repo));
-  auto lock = RepoLock::acquire(store, request.repo);
-  if (!lock) return fail(lock.error());
+  KH_TRY_ASSIGN(auto lock, RepoLock::acquire(store, request.repo));
 
-  auto head = store.read_ref(request.repo, RefKind::branch, request.branch);
-  if (!head) return fail(head.error());
-  auto existing_tag = request.tag ? store.read_ref(request.repo, RefKind::tag, *request.tag)
-                                  : Result<std::optional<std::string>>(std::nullopt);
-  if (!existing_tag) return fail(existing_tag.error());
+  KH_TRY_ASSIGN(auto head, store.read_ref(request.repo, RefKind::branch, request.branch));
+  KH_TRY_ASSIGN(auto existing_tag, request.tag
+                                       ? store.read_ref(request.repo, RefKind::tag, *request.tag)
+                                       : Result<std::optional<std::string>>(std::nullopt));
 
   Commit commit;
-  commit.parent = *head;
+  commit.parent = head;
   commit.message =
       request.message.empty() ? "Publish " + request.source.filename().string() : request.message;
   commit.timestamp =
       request.timestamp.value_or(std::chrono::duration_cast<std::chrono::seconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
                                      .count());
-  for (const auto& [repo_path, path] : *files) {
-    auto stored = store.add_object(request.repo, path, repo_path);
-    if (!stored) return fail(stored.error());
-    commit.files.emplace(repo_path, std::move(*stored));
+  for (const auto& [repo_path, path] : files) {
+    KH_TRY_ASSIGN(auto stored, store.add_object(request.repo, path, repo_path));
+    commit.files.emplace(repo_path, std::move(stored));
   }
-  auto id = store.write_commit(request.repo, commit);
-  if (!id) return fail(id.error());
-  if (*existing_tag && **existing_tag != *id) {
+  KH_TRY_ASSIGN(auto id, store.write_commit(request.repo, commit));
+  if (existing_tag && *existing_tag != id) {
     return fail(ErrorCode::invalid_argument,
-                "tag '" + *request.tag + "' already points to " + **existing_tag);
+                "tag '" + *request.tag + "' already points to " + *existing_tag);
   }
-  KH_TRY(store.set_ref(request.repo, RefKind::branch, request.branch, *id));
-  if (request.tag) KH_TRY(store.set_ref(request.repo, RefKind::tag, *request.tag, *id));
-  return PublishResult{*id, *head, files->size()};
+  KH_TRY(store.set_ref(request.repo, RefKind::branch, request.branch, id));
+  if (request.tag) KH_TRY(store.set_ref(request.repo, RefKind::tag, *request.tag, id));
+  return PublishResult{id, head, files.size()};
 }
 
 Result<void> point_branch(const std::filesystem::path& root, const trust::RepoId& repo,
                           const std::string& branch, const std::string& commit) {
   LocalStore store(root);
   KH_TRY(validate_ref_name(branch));
-  auto lock = RepoLock::acquire(store, repo);
-  if (!lock) return fail(lock.error());
-  auto existing = store.read_commit(repo, commit);  // must be a commit of this repo
-  if (!existing) return fail(existing.error());
-  return store.set_ref(repo, RefKind::branch, branch, existing->id);
+  KH_TRY_ASSIGN(auto lock, RepoLock::acquire(store, repo));
+  KH_TRY_ASSIGN(auto existing, store.read_commit(repo, commit));  // must be a commit of this repo
+  return store.set_ref(repo, RefKind::branch, branch, existing.id);
 }
 
 }  // namespace kernelhub::hub::server

@@ -15,9 +15,8 @@ Result<std::string> trusted_root_json(std::string_view setting) {
 }
 
 Result<TrustedRoot> load_trusted_root_setting(std::string_view setting) {
-  auto text = trusted_root_json(setting);
-  if (!text) return fail(text.error());
-  auto root = parse_trusted_root(*text);
+  KH_TRY_ASSIGN(auto text, trusted_root_json(setting));
+  auto root = parse_trusted_root(text);
   if (!root) return fail(ErrorCode::policy, std::string(setting) + ": " + root.error().message);
   return root;
 }

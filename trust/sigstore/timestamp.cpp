@@ -68,8 +68,7 @@ Result<Decoded> decode(std::string_view response_der) {
 }  // namespace
 
 Result<void> check_rfc3161_decodes(std::string_view response_der) {
-  auto decoded = decode(response_der);
-  if (!decoded) return fail(decoded.error());
+  KH_TRY(decode(response_der));
   return {};
 }
 
