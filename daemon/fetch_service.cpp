@@ -12,15 +12,6 @@ namespace kernelhub::daemon {
 
 namespace fs = std::filesystem;
 
-struct FetchService::Flight {
-  std::mutex mutex;
-  std::condition_variable cv;
-  std::optional<Result<hub::FetchResult>> result;  // set once: the flight is done
-  hub::FetchProgress progress;
-  std::uint64_t progress_seq = 0;
-  bool finished = false;  // its thread is about to exit (guarded by flights_mutex_)
-};
-
 void log_unserved(std::string_view asked, std::string_view client, const Error& error) {
   // A policy decision is what an operator filters for (warning).
   if (kind_of(error.code) == ErrorKind::refusal) {
@@ -52,16 +43,16 @@ FetchService::FetchService(fs::path cache_root, UniqueFd root_fd, util::Environm
       env_(std::move(env)),
       counters_(counters),
       policy_(std::make_shared<const trust::AdminPolicy>()),
-      memo_(resolve_ttl) {}
-
-FetchService::~FetchService() {
-  std::list<std::pair<std::shared_ptr<Flight>, std::thread>> threads;
-  {
-    std::lock_guard lock(flights_mutex_);
-    threads.swap(flight_threads_);
-  }
-  for (auto& [flight, thread] : threads) thread.join();
-}
+      memo_(resolve_ttl),
+      flights_(
+          [this](const fetch::FlightKey& key, const fetch::Request& request,
+                 const std::string& client, const FlightTable::Publish& publish) {
+            return run_flight(request, key.offline, client, publish);
+          },
+          [this](const fetch::FlightKey& key, const hub::FetchResult& result) {
+            memo_.remember(key, result);
+          },
+          counters) {}
 
 void FetchService::set_policy(trust::AdminPolicy policy) {
   auto next = std::make_shared<const trust::AdminPolicy>(std::move(policy));
@@ -139,34 +130,8 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
     memo_.forget_all();
   }
 
-  auto flight = join_or_start({resolve_key, selection, client.offline}, request, client.name);
-
-  // Wait for the shared flight; forward progress from this thread only.
-  std::unique_lock lock(flight->mutex);
-  std::uint64_t seen = 0;
-  for (;;) {
-    flight->cv.wait(lock, [&] {
-      return flight->result.has_value() || flight->progress_seq != seen || abandoned_.load();
-    });
-    if (flight->progress_seq != seen && client.progress) {
-      seen = flight->progress_seq;
-      const hub::FetchProgress snapshot = flight->progress;
-      lock.unlock();
-      client.progress(snapshot);
-      lock.lock();
-      continue;
-    }
-    seen = flight->progress_seq;
-    if (flight->result) break;
-    if (abandoned_.load()) {
-      return fail(ErrorCode::shutting_down,
-                  "kernelhubd is stopping, and the download of " + request.describe() +
-                      " did not finish within its shutdown grace: retry once kernelhubd is back "
-                      "(nothing half-downloaded is published)");
-    }
-  }
-  const Result<hub::FetchResult> result = *flight->result;
-  lock.unlock();
+  auto result = flights_.join({resolve_key, selection, client.offline}, request, client.name,
+                              client.progress);
   if (!result) {
     if (is_signature_error(result.error().code)) {
       counters_.signatures_refused.fetch_add(1, std::memory_order_relaxed);
@@ -178,63 +143,9 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
                   {client.id, client.with_fds, /*warm=*/false});
 }
 
-std::shared_ptr<FetchService::Flight> FetchService::join_or_start(const fetch::FlightKey& key,
-                                                                  fetch::Request request,
-                                                                  std::string client) {
-  std::lock_guard lock(flights_mutex_);
-  // Reap threads of finished flights.
-  for (auto it = flight_threads_.begin(); it != flight_threads_.end();) {
-    if (it->first->finished) {
-      it->second.join();
-      it = flight_threads_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  // A flight that already has its result is not joined: its answer may predate what this
-  // request must see (a resolve_ttl of 0, or a Hub that has changed since).
-  if (const auto it = flights_.find(key); it != flights_.end()) {
-    std::lock_guard settled(it->second->mutex);
-    if (!it->second->result) return it->second;
-  }
-  auto flight = std::make_shared<Flight>();
-  flights_.insert_or_assign(key, flight);
-  ++running_;
-  const std::uint64_t ticket = next_ticket_++;
-  counters_.flights.fetch_add(1, std::memory_order_relaxed);
-  counters_.flights_active.fetch_add(1, std::memory_order_relaxed);
-  // The download runs on its own thread: a waiter that goes away cancels nothing.
-  flight_threads_.emplace_back(
-      flight, std::thread([this, flight, key, ticket, request = std::move(request),
-                           client = std::move(client)] {
-        const bool turn = wait_turn(ticket);
-        if (turn) {
-          const auto started = std::chrono::steady_clock::now();
-          run_flight(flight, request, key.offline, client);
-          counters_.observe_flight(std::chrono::steady_clock::now() - started);
-        } else {
-          std::lock_guard lock(flight->mutex);
-          flight->result.emplace(
-              fail(ErrorCode::shutting_down, "kernelhubd is stopping; retry shortly"));
-          flight->cv.notify_all();
-        }
-        // Later requests with this key find the warm memo, or start a new
-        // flight.
-        if (*flight->result) memo_.remember(key, flight->result->value());
-        std::lock_guard done(flights_mutex_);
-        if (const auto it = flights_.find(key); it != flights_.end() && it->second == flight)
-          flights_.erase(it);
-        flight->finished = true;
-        counters_.flights_active.fetch_sub(1, std::memory_order_relaxed);
-        --running_;
-        if (turn) --downloading_;
-        flights_cv_.notify_all();
-      }));
-  return flight;
-}
-
-void FetchService::run_flight(const std::shared_ptr<Flight>& flight, const fetch::Request& request,
-                              bool offline, const std::string& client) {
+Result<hub::FetchResult> FetchService::run_flight(const fetch::Request& request, bool offline,
+                                                  const std::string& client,
+                                                  const FlightTable::Publish& publish) {
   std::shared_lock maintenance(maintenance_);
   hub::HubConfig config = hub::HubConfig::from(env_);
   config.offline = config.offline || offline;
@@ -251,10 +162,7 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, const fetch
   hub::FetchProgress last;
   auto result = fetcher.fetch(request, [&](const hub::FetchProgress& p) {
     last = p;
-    std::lock_guard lock(flight->mutex);
-    flight->progress = p;
-    ++flight->progress_seq;
-    flight->cv.notify_all();
+    publish(p);
   });
   if (result && last.files_total > 0) {
     counters_.misses.fetch_add(1, std::memory_order_relaxed);
@@ -277,9 +185,7 @@ void FetchService::run_flight(const std::shared_ptr<Flight>& flight, const fetch
   if (result && !result->manifest.refused_move.empty()) {
     counters_.rollbacks_refused.fetch_add(1, std::memory_order_relaxed);
   }
-  std::lock_guard lock(flight->mutex);
-  flight->result.emplace(std::move(result));
-  flight->cv.notify_all();
+  return result;
 }
 
 Result<FetchService::VerifyOutcome> FetchService::verify(const std::optional<trust::RepoId>& repo) {
@@ -301,50 +207,14 @@ Result<cache::GcReport> FetchService::gc() {
   return report;
 }
 
-bool FetchService::wait_turn(std::uint64_t ticket) {
-  std::unique_lock lock(flights_mutex_);
-  if (downloading_ >= max_downloads_ || ticket != next_turn_)
-    spdlog::info("download #{} waits for a turn ({} of {} running)", ticket, downloading_,
-                 max_downloads_);
-  flights_cv_.wait(lock, [&] {
-    return stop_queued_ || (ticket == next_turn_ && downloading_ < max_downloads_);
-  });
-  if (stop_queued_) return false;
-  ++next_turn_;
-  ++downloading_;
-  flights_cv_.notify_all();  // the next ticket may fit too
-  return true;
-}
+void FetchService::set_max_downloads(std::size_t n) { flights_.set_max_downloads(n); }
 
-void FetchService::set_max_downloads(std::size_t n) {
-  std::lock_guard lock(flights_mutex_);
-  max_downloads_ = n == 0 ? 1 : n;
-  flights_cv_.notify_all();
-}
+void FetchService::stop_queued() { flights_.stop_queued(); }
 
-void FetchService::abandon_waiters() {
-  abandoned_.store(true);
-  std::vector<std::shared_ptr<Flight>> flights;
-  {
-    std::lock_guard lock(flights_mutex_);
-    for (const auto& [flight, thread] : flight_threads_) flights.push_back(flight);
-  }
-  // Under each flight's mutex, so a waiter between its check and its wait still wakes.
-  for (const auto& flight : flights) {
-    std::lock_guard lock(flight->mutex);
-    flight->cv.notify_all();
-  }
-}
-
-void FetchService::stop_queued() {
-  std::lock_guard lock(flights_mutex_);
-  stop_queued_ = true;
-  flights_cv_.notify_all();
-}
+void FetchService::abandon_waiters() { flights_.abandon_waiters(); }
 
 bool FetchService::wait_downloads(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(flights_mutex_);
-  return flights_cv_.wait_until(lock, deadline, [&] { return running_ == 0; });
+  return flights_.wait_downloads(deadline);
 }
 
 }  // namespace kernelhub::daemon

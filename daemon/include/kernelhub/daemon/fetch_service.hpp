@@ -5,12 +5,8 @@
 // a commit for the flights that named it differently).
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
-#include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,13 +14,12 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "kernelhub/cache/maintenance.hpp"
 #include "kernelhub/daemon/commit_turns.hpp"
 #include "kernelhub/daemon/counters.hpp"
+#include "kernelhub/daemon/flight_table.hpp"
 #include "kernelhub/daemon/manifest_memo.hpp"
 #include "kernelhub/fetch/flight_key.hpp"
 #include "kernelhub/hub/fetcher.hpp"
@@ -41,9 +36,6 @@ struct HandOut {
   proto::Fetched reply;
   std::vector<UniqueFd> fds;  // fds[i] is reply.manifest.files[i]'s (none without with_fds)
 };
-
-// Called on the requesting connection's thread, never on the download's.
-using ProgressSink = std::function<void(const hub::FetchProgress&)>;
 
 // A request's `env` member (the client's variables): one set to a true value, and the
 // client's trust variables (still bounded by the admin policy where they are used).
@@ -69,7 +61,7 @@ class FetchService {
  public:
   FetchService(std::filesystem::path cache_root, UniqueFd root_fd, util::Environment env,
                std::chrono::seconds resolve_ttl, AtomicCounters& counters);
-  ~FetchService();  // joins every download thread
+  ~FetchService() = default;  // flights_ joins every download thread
   FetchService(const FetchService&) = delete;
   FetchService& operator=(const FetchService&) = delete;
 
@@ -102,16 +94,12 @@ class FetchService {
   // shutting_down now, before its connection closes (the flights themselves are abandoned).
   void abandon_waiters();
 
-  struct Flight;
-
  private:
   Result<HandOut> fetch_unlogged(const fetch::Request& request, const ClientContext& client);
-  std::shared_ptr<Flight> join_or_start(const fetch::FlightKey& key, fetch::Request request,
-                                        std::string client);
-  // Blocks until flight `ticket` may download; false when stop_queued() came first.
-  bool wait_turn(std::uint64_t ticket);
-  void run_flight(const std::shared_ptr<Flight>& flight, const fetch::Request& request,
-                  bool offline, const std::string& client);
+  // A flight's download, on its thread (FlightTable's runner).
+  Result<hub::FetchResult> run_flight(const fetch::Request& request, bool offline,
+                                      const std::string& client,
+                                      const FlightTable::Publish& publish);
 
   std::filesystem::path root_;
   UniqueFd root_fd_;
@@ -129,17 +117,8 @@ class FetchService {
   // Flights that resolved to the same (repo, commit, variants) download it one at a time.
   CommitTurns commit_turns_;
 
-  std::mutex flights_mutex_;
-  std::condition_variable flights_cv_;
-  std::map<fetch::FlightKey, std::shared_ptr<Flight>> flights_;
-  std::list<std::pair<std::shared_ptr<Flight>, std::thread>> flight_threads_;
-  std::size_t running_ = 0;      // flights with a thread: downloading or waiting their turn
-  std::size_t downloading_ = 0;  // flights past the max_downloads gate
-  std::size_t max_downloads_ = 8;
-  std::uint64_t next_turn_ = 0;    // ticket of the next flight to be let through
-  std::uint64_t next_ticket_ = 0;  // handed to each new flight in arrival order
-  bool stop_queued_ = false;
-  std::atomic<bool> abandoned_{false};  // abandon_waiters() was called
+  // Last: its destructor joins the flights, which use everything above.
+  FlightTable flights_;
 };
 
 }  // namespace kernelhub::daemon
