@@ -169,8 +169,7 @@ TEST_CASE("a client still waiting when kernelhubd stops is answered shutting_dow
   h.fx.server->set_faults(plan);
   h.fx.server->reset_requests();
   auto waiting = fetch_async(h.socket, fetch_request(kKernelRepo, 1));
-  for (int i = 0; i < 500 && h.fx.server->count("GET", "/lfs-objects/") == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(h.fx.server->wait_for("GET", "/lfs-objects/", 1, std::chrono::seconds(5)));
   REQUIRE(h.fx.server->count("GET", "/lfs-objects/") == 1);  // the download is under way
 
   h.daemon->request_stop();

@@ -95,8 +95,7 @@ TEST_CASE("trickled files free their download slots within the floor's window", 
   auto second =
       fetch_async(h.socket, fetch_request(kSageRepo, 2, {{"DIFFUSERS_TRUST_REMOTE_KERNELS", "1"}}));
   // The fault: both slots are taken by a trickled body before the healthy kernel asks.
-  for (int i = 0; i < 500 && h.fx.server->count("GET", trickled) < 2; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(h.fx.server->wait_for("GET", trickled, 2, std::chrono::seconds(5)));
   REQUIRE(h.fx.server->count("GET", trickled) == 2);
   REQUIRE(h.daemon->counters().flights_active == 2);
 

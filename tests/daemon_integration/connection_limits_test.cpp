@@ -385,14 +385,9 @@ TEST_CASE(
     // Once two transfers are stalled, give a third every chance to start: uncapped, until it
     // has (at most 1.5 s, still inside the first two's 2 s stall, so a load-slowed machine
     // does not fail the setup); capped, 800 ms in which it must not.
-    for (int i = 0; i < 250 && ws.hub.count("GET", ".so") < 2; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (max_downloads == "3") {
-      for (int i = 0; i < 75 && ws.hub.count("GET", ".so") < 3; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(800));
-    }
+    (void)ws.hub.wait_for("GET", ".so", 2, std::chrono::seconds(5));
+    (void)ws.hub.wait_for("GET", ".so", 3,
+                          std::chrono::milliseconds(max_downloads == "3" ? 1500 : 800));
     r.so_gets_while_stalled = ws.hub.count("GET", ".so");
     for (auto& c : clients) {
       std::optional<kernelhub::proto::ReceivedFrame> frame;

@@ -216,12 +216,7 @@ proto::ReceivedFrame WireClient::fetch(const std::string& repo, int version, con
 }
 
 bool wait_for_upstream_get(const FixtureHub& hub, const std::string& part) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (hub.count("GET", part) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
+  return hub.wait_for("GET", part, 1, std::chrono::seconds(10));
 }
 
 json WireClient::status() {

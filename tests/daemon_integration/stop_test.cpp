@@ -29,9 +29,7 @@ TEST_CASE("kernelhub download whose daemon dies mid-request reports shutting_dow
              {"DIFFUSERS_DISABLE_REMOTE_CODE", ""}},
             log);
   // The fault: the daemon is in the middle of this client's download when it dies.
-  for (int i = 0; i < 1000 && ws.hub.count("GET", ".so") == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  REQUIRE(ws.hub.count("GET", ".so") >= 1);
+  REQUIRE(ws.hub.wait_for("GET", ".so", 1, std::chrono::seconds(10)));
   daemon.child().signal(SIGKILL);
 
   const auto status = cli.wait(std::chrono::seconds(20));

@@ -36,6 +36,20 @@ std::size_t FixtureHub::count(const std::string& method, const std::string& part
 
 std::size_t FixtureHub::total_requests() const { return count("", ""); }
 
+bool FixtureHub::wait_for(const std::string& method, const std::string& part, std::size_t n,
+                          std::chrono::milliseconds timeout) const {
+  httplib::Client client("127.0.0.1", port_);
+  client.set_read_timeout(timeout + std::chrono::seconds(5));
+  const httplib::Params params{{"method", method},
+                               {"part", part},
+                               {"count", std::to_string(n)},
+                               {"timeout_ms", std::to_string(timeout.count())}};
+  const auto response = client.Get("/_kernelhub/requests/wait", params, httplib::Headers{});
+  if (!response || response->status != 200)
+    throw std::runtime_error("cannot wait on the request log");
+  return nlohmann::json::parse(response->body).at("reached").get<bool>();
+}
+
 void FixtureHub::reset_requests() const {
   httplib::Client client("127.0.0.1", port_);
   client.Post("/_kernelhub/requests/reset", "", "application/json");

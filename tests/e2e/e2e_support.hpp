@@ -2,6 +2,7 @@
 // with its request log, and a `kernelhub` CLI runner.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -24,6 +25,10 @@ class FixtureHub {
   // Requests the server has seen whose method matches and whose path contains `part`.
   std::size_t count(const std::string& method, const std::string& part) const;
   std::size_t total_requests() const;
+  // Waits (server-side, /_kernelhub/requests/wait) until `n` requests match as count()
+  // counts them, up to `timeout`; false when it timed out.
+  bool wait_for(const std::string& method, const std::string& part, std::size_t n,
+                std::chrono::milliseconds timeout) const;
   void reset_requests() const;
 
  private:

@@ -28,6 +28,18 @@ void send_failure(httplib::Response& res, const FaultPlan& plan) {
                    "injected failure " + std::to_string(plan.fail_status));
 }
 
+// Bounds what a test in another process may ask /_kernelhub/requests/wait to wait for.
+constexpr std::chrono::milliseconds kMaxRecordWait{60'000};
+
+std::size_t matching(const std::vector<RequestRecord>& records, const std::string& method,
+                     const std::string& path_part) {
+  std::size_t n = 0;
+  for (const auto& r : records) {
+    if ((method.empty() || r.method == method) && r.path.find(path_part) != std::string::npos) ++n;
+  }
+  return n;
+}
+
 bool has_body_fault(const FaultPlan& plan) {
   return plan.stall || plan.reset_after_bytes || plan.trickle_bytes_per_second > 0 ||
          plan.endless || plan.corrupt_one_byte;
@@ -40,6 +52,28 @@ void FaultHooks::add_routes(httplib::Server& server) {
   server.Get("/_kernelhub/requests", [this](const httplib::Request&, httplib::Response& res) {
     http::send_json(res, to_json(records()));
   });
+  // ?method=GET&part=.so&count=2&timeout_ms=5000: answers once `count` requests match, or
+  // at the timeout; {"reached": bool}.
+  server.Get(
+      "/_kernelhub/requests/wait", [this](const httplib::Request& req, httplib::Response& res) {
+        const auto number = [&](const char* key) -> std::optional<std::uint64_t> {
+          const std::string text = req.get_param_value(key);
+          if (text.empty() || text.size() > 9 ||
+              text.find_first_not_of("0123456789") != std::string::npos) {
+            return std::nullopt;
+          }
+          return std::stoull(text);
+        };
+        const auto count = number("count");
+        const auto timeout = number("timeout_ms");
+        if (!count || !timeout) {
+          return http::send_error(res, 400, "BadRequest", "count and timeout_ms must be numbers");
+        }
+        const bool reached =
+            wait_records(req.get_param_value("method"), req.get_param_value("part"), *count,
+                         std::min(std::chrono::milliseconds(*timeout), kMaxRecordWait));
+        http::send_json(res, nlohmann::json{{"reached", reached}});
+      });
   server.Post("/_kernelhub/requests/reset",
               [this](const httplib::Request&, httplib::Response& res) {
                 reset_records();
@@ -72,6 +106,13 @@ void FaultHooks::after_route(const httplib::Request& req, httplib::Response& res
   std::lock_guard lock(mutex_);
   records_.push_back(
       {req.method, req.path, res.status, !req.get_header_value("Authorization").empty()});
+  recorded_.notify_all();
+}
+
+void FaultHooks::stopping() {
+  std::lock_guard lock(mutex_);  // a waiter between its check and its wait still wakes
+  stopping_ = true;
+  recorded_.notify_all();
 }
 
 bool FaultHooks::before_file(const httplib::Request& req, httplib::Response& res,
@@ -159,6 +200,14 @@ FaultPlan FaultHooks::plan() const {
 std::vector<RequestRecord> FaultHooks::records() const {
   std::lock_guard lock(mutex_);
   return records_;
+}
+
+bool FaultHooks::wait_records(const std::string& method, const std::string& path_part,
+                              std::size_t n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return recorded_.wait_for(lock, timeout, [&] {
+    return stopping_ || matching(records_, method, path_part) >= n;
+  }) && !stopping_;
 }
 
 void FaultHooks::reset_records() {

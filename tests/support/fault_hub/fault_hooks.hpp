@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,12 +26,16 @@ class FaultHooks final : public hub::server::ServeHooks {
   bool before_file(const httplib::Request& req, httplib::Response& res,
                    const hub::server::FileDownload& file) override;
   void shape_body(const hub::server::FileDownload& file, hub::server::FileBody& body) override;
-  void stopping() override { stopping_ = true; }
+  void stopping() override;
 
   void set_plan(const FaultPlan& plan);
   FaultPlan plan() const;
   std::vector<RequestRecord> records() const;
   void reset_records();
+  // Waits until `n` recorded requests match (method, any when empty; path containing
+  // `path_part`), up to `timeout`; false when it timed out or the server is stopping.
+  bool wait_records(const std::string& method, const std::string& path_part, std::size_t n,
+                    std::chrono::milliseconds timeout) const;
   std::uint64_t paced_bytes() const { return paced_bytes_; }
 
   // Slow-upstream helpers (slow_faults.cpp). Sleeps `total` in short steps; false when the
@@ -58,6 +63,7 @@ class FaultHooks final : public hub::server::ServeHooks {
   std::atomic<bool> stopping_{false};
   mutable std::atomic<std::uint64_t> paced_bytes_{0};
   mutable std::mutex mutex_;  // guards plan_ and records_
+  mutable std::condition_variable recorded_;
   FaultPlan plan_;
   std::vector<RequestRecord> records_;
 };

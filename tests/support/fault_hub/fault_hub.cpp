@@ -31,6 +31,11 @@ std::size_t FaultHub::count(const std::string& method, const std::string& path_p
   return n;
 }
 
+bool FaultHub::wait_for(const std::string& method, const std::string& path_part, std::size_t n,
+                        std::chrono::milliseconds timeout) const {
+  return hooks_->wait_records(method, path_part, n, timeout);
+}
+
 std::size_t FaultHub::count_status(int status, const std::string& path_part) const {
   std::size_t n = 0;
   for (const auto& r : hooks_->records()) {

@@ -102,6 +102,10 @@ class FaultHub {
   // Requests whose method equals `method` (any method when empty) and whose path contains
   // `path_part`.
   std::size_t count(const std::string& method, const std::string& path_part) const;
+  // Waits until `n` requests match as count() counts them, up to `timeout`; false when it
+  // timed out. Tests wait on this instead of polling count().
+  bool wait_for(const std::string& method, const std::string& path_part, std::size_t n,
+                std::chrono::milliseconds timeout) const;
   // Requests answered with `status` whose path contains `path_part`.
   std::size_t count_status(int status, const std::string& path_part = "") const;
   void reset_requests();
