@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -113,6 +114,25 @@ void wait_flights(const FlightTable& table, std::size_t n) {
   while (table.flights() != n) std::this_thread::yield();
 }
 
+// One download at a time: relu's flight runs (until the test releases it), gelu's waits for
+// its turn.
+struct OneTurn {
+  SteppedRunner runner;
+  daemon::AtomicCounters counters;
+  FlightTable table{runner.runner(), [](const fetch::FlightKey&, const hub::FetchResult&) {},
+                    counters};
+  std::optional<Waiter> relu;
+  std::optional<Waiter> gelu;
+
+  OneTurn() {
+    table.set_max_downloads(1);
+    relu.emplace(table, request_for(kRelu));
+    runner.wait_started(1);
+    gelu.emplace(table, request_for(kGelu));
+    wait_flights(table, 2);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("requests for a key in flight share one download, and each gets its result",
@@ -152,40 +172,23 @@ TEST_CASE("requests for a key in flight share one download, and each gets its re
   CHECK(table.wait_downloads(std::chrono::steady_clock::now()));
 }
 
-TEST_CASE("over max_downloads, flights wait their turn in arrival order", "[daemon][flights]") {
-  SteppedRunner runner;
-  daemon::AtomicCounters counters;
-  FlightTable table(
-      runner.runner(), [](const fetch::FlightKey&, const hub::FetchResult&) {}, counters);
-  table.set_max_downloads(1);
-  Waiter relu(table, request_for(kRelu));
-  runner.wait_started(1);
-  Waiter gelu(table, request_for(kGelu));
-  wait_flights(table, 2);
+TEST_CASE_METHOD(OneTurn, "over max_downloads, flights wait their turn in arrival order",
+                 "[daemon][flights]") {
   // gelu's flight exists but has no turn while relu's runs.
   CHECK(runner.started() == std::vector<std::string>{"kernels-community/relu"});
   runner.release(kRelu);
-  CHECK(relu.result());
+  CHECK(relu->result());
   runner.wait_started(2);
   CHECK(runner.started().back() == "kernels-community/gelu");
   runner.release(kGelu);
-  CHECK(gelu.result());
+  CHECK(gelu->result());
 }
 
-TEST_CASE("stopping: queued flights land shutting_down unrun, and waiters are let go",
-          "[daemon][flights]") {
-  SteppedRunner runner;
-  daemon::AtomicCounters counters;
-  FlightTable table(
-      runner.runner(), [](const fetch::FlightKey&, const hub::FetchResult&) {}, counters);
-  table.set_max_downloads(1);
-  Waiter relu(table, request_for(kRelu));
-  runner.wait_started(1);
-  Waiter gelu(table, request_for(kGelu));
-  wait_flights(table, 2);
-
+TEST_CASE_METHOD(OneTurn,
+                 "stopping: queued flights land shutting_down unrun, and waiters are let go",
+                 "[daemon][flights]") {
   table.stop_queued();
-  const auto queued = gelu.result();
+  const auto queued = gelu->result();
   REQUIRE_FALSE(queued);
   CHECK(queued.error().code == ErrorCode::shutting_down);
   CHECK(runner.started().size() == 1);  // gelu never ran
@@ -194,7 +197,7 @@ TEST_CASE("stopping: queued flights land shutting_down unrun, and waiters are le
   // itself is abandoned (it lands when it lands).
   CHECK_FALSE(table.wait_downloads(std::chrono::steady_clock::now()));
   table.abandon_waiters();
-  const auto abandoned = relu.result();
+  const auto abandoned = relu->result();
   REQUIRE_FALSE(abandoned);
   CHECK(abandoned.error().code == ErrorCode::shutting_down);
   CHECK(abandoned.error().message.find("did not finish within its shutdown grace") !=
