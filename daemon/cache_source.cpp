@@ -137,7 +137,7 @@ void CacheSource::serve_file(const httplib::Request& req, httplib::Response& res
   if (const auto variant = variant_of(where.path)) {
     auto out = fetch_variant(target.repo, where.commit, *variant, req.remote_addr);
     if (!out) return reply_error(out.error());
-    const auto& files = out->reply.manifest.files;
+    const auto& files = out->manifest.files;
     for (std::size_t i = 0; i < files.size() && i < out->fds.size(); ++i) {
       const auto& file = files[i];
       if (file.path != entry->path) continue;

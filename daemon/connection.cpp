@@ -75,14 +75,14 @@ class Session {
     client.trust = client_trust(request.env);
     client.offline = env_true(request.env, "HF_HUB_OFFLINE");
     client.with_fds = fds_ && !request.prefetch;
-    client.id = request.id;
     client.progress = std::move(sink);
     auto out = ctx_.service.fetch(*wanted, client);
     if (!out) return error(out.error(), request.id);
     std::vector<int> raw(out->fds.size());
     std::transform(out->fds.begin(), out->fds.end(), raw.begin(),
                    [](const UniqueFd& fd) { return fd.get(); });
-    return reply(proto::to_json(out->reply), raw);  // our copies close when `out` goes
+    const proto::Fetched fetched{request.id, std::move(out->manifest), client.with_fds};
+    return reply(proto::to_json(fetched), raw);  // our copies close when `out` goes
   }
 
   bool on(const proto::StatusRequest& request) {

@@ -118,8 +118,8 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
   const fetch::Selection selection = fetch::Selection::of(request);
   if (auto warm = memo_.warm(resolve_key, selection)) {
     KH_TRY(may_hand_out(*warm));
-    auto out = hand_out(*warm, root_fd_.get(), *policy(), counters_,
-                        {client.id, client.with_fds, /*warm=*/true});
+    auto out =
+        hand_out(*warm, root_fd_.get(), *policy(), counters_, {client.with_fds, /*warm=*/true});
     if (out) {
       counters_.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
@@ -139,8 +139,7 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
     return fail(result.error());
   }
   KH_TRY(may_hand_out(*result));
-  return hand_out(*result, root_fd_.get(), *policy(), counters_,
-                  {client.id, client.with_fds, /*warm=*/false});
+  return hand_out(*result, root_fd_.get(), *policy(), counters_, {client.with_fds, /*warm=*/false});
 }
 
 Result<hub::FetchResult> FetchService::run_flight(const fetch::Request& request, bool offline,

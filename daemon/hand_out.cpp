@@ -9,9 +9,7 @@ Result<HandOut> hand_out(const hub::FetchResult& fetched, int root_fd,
                          const trust::AdminPolicy& policy, AtomicCounters& counters,
                          const HandOutOptions& options) {
   HandOut out;
-  out.reply.id = options.id;
-  out.reply.with_fds = options.with_fds;
-  fetch::Manifest& manifest = out.reply.manifest;
+  fetch::Manifest& manifest = out.manifest;
   manifest = fetched.manifest;
   manifest.signature_warnings.clear();
   for (const auto& receipt : fetched.signatures) {

@@ -9,7 +9,6 @@
 #include "kernelhub/daemon/counters.hpp"
 #include "kernelhub/daemon/fetch_service.hpp"
 #include "kernelhub/daemon/manifest_memo.hpp"
-#include "kernelhub/proto/messages.hpp"
 #include "kernelhub/trust/policy.hpp"
 #include "kernelhub/util/result.hpp"
 #include "kernelhub/util/unique_fd.hpp"
@@ -17,7 +16,6 @@
 namespace kernelhub::daemon {
 
 struct HandOutOptions {
-  proto::RequestId id = 0;
   bool with_fds = false;
   bool warm = false;  // a memoised manifest, whose snapshot links a hand-out checked
 };

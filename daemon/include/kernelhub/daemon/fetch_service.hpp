@@ -16,15 +16,17 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "kernelhub/cache/maintenance.hpp"
 #include "kernelhub/daemon/commit_turns.hpp"
 #include "kernelhub/daemon/counters.hpp"
 #include "kernelhub/daemon/flight_table.hpp"
 #include "kernelhub/daemon/manifest_memo.hpp"
 #include "kernelhub/fetch/flight_key.hpp"
+#include "kernelhub/fetch/manifest.hpp"
 #include "kernelhub/hub/fetcher.hpp"
 #include "kernelhub/hub/receipt_check.hpp"
-#include "kernelhub/proto/messages.hpp"
 #include "kernelhub/trust/policy.hpp"
 #include "kernelhub/util/environment.hpp"
 #include "kernelhub/util/result.hpp"
@@ -32,9 +34,10 @@
 
 namespace kernelhub::daemon {
 
+// What a fetch hands out: the manifest and, with_fds, an open descriptor per file.
 struct HandOut {
-  proto::Fetched reply;
-  std::vector<UniqueFd> fds;  // fds[i] is reply.manifest.files[i]'s (none without with_fds)
+  fetch::Manifest manifest;
+  std::vector<UniqueFd> fds;  // fds[i] is manifest.files[i]'s (none without with_fds)
 };
 
 // A request's `env` member (the client's variables): one set to a true value, and the
@@ -48,7 +51,6 @@ struct ClientContext {
   trust::TrustEnvironment trust;  // the client's opt-in, bounded by the admin policy
   bool offline = false;           // the client's HF_HUB_OFFLINE: cache only
   bool with_fds = false;          // open the files for SCM_RIGHTS (not for a prefetch)
-  proto::RequestId id = 0;        // of the reply
   ProgressSink progress;          // may be empty
 };
 // signature_missing / signature_invalid: a refusal by [signatures], not a damaged cache.
