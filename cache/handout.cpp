@@ -97,9 +97,8 @@ Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& rep
                 "'" + trust::sanitize_for_message(commit) + "' is not a commit sha");
   }
   const std::string folder = repo_folder_name(repo);
-  auto blobs = open_in_cache(root_fd, folder + "/blobs", O_RDONLY | O_DIRECTORY,
-                             "the blobs folder of " + repo.str());
-  KH_TRY(blobs);
+  KH_TRY_ASSIGN(auto blobs, open_in_cache(root_fd, folder + "/blobs", O_RDONLY | O_DIRECTORY,
+                                          "the blobs folder of " + repo.str()));
   const std::string snapshot = folder + "/snapshots/" + std::string(commit);
 
   // Snapshot subfolder -> fd, opened once, straight from the root (a warm hand-out is a
@@ -108,31 +107,30 @@ Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& rep
   std::vector<UniqueFd> out;
   out.reserve(files.size());
   for (const auto& file : files) {
-    auto safe = trust::validate_repo_path(file.path);
-    KH_TRY(safe);
+    KH_TRY_ASSIGN(auto safe, trust::validate_repo_path(file.path));
     if (!is_blob_name(file.etag)) {
-      return fail(ErrorCode::unsafe_path, "the blob name of " + *safe + " ('" +
+      return fail(ErrorCode::unsafe_path, "the blob name of " + safe + " ('" +
                                               trust::sanitize_for_message(file.etag) +
                                               "') is not a sha");
     }
     // The snapshot that users and tools see must name the blob handed out.
     if (options.check_snapshot_links) {
-      const auto slash = safe->rfind('/');
-      const std::string dir = slash == std::string::npos ? "" : safe->substr(0, slash);
+      const auto slash = safe.rfind('/');
+      const std::string dir = slash == std::string::npos ? "" : safe.substr(0, slash);
       auto found = link_dirs.find(dir);
       if (found == link_dirs.end()) {
         std::string path = snapshot;
         if (!dir.empty()) path.append("/").append(dir);
-        auto opened = open_in_cache(root_fd, path, O_RDONLY | O_DIRECTORY,
-                                    dir.empty() ? "snapshot " + std::string(commit) : *safe);
-        KH_TRY(opened);
-        found = link_dirs.emplace(dir, std::move(*opened)).first;
+        KH_TRY_ASSIGN(auto opened,
+                      open_in_cache(root_fd, path, O_RDONLY | O_DIRECTORY,
+                                    dir.empty() ? "snapshot " + std::string(commit) : safe));
+        found = link_dirs.emplace(dir, std::move(opened)).first;
       }
-      auto linked = link_target_name(found->second.get(), safe->substr(slash + 1), *safe);
-      KH_TRY(linked);
-      if (*linked != file.etag) {
-        return fail(ErrorCode::unsafe_path, "the snapshot link of " + *safe + " points at " +
-                                                trust::sanitize_for_message(*linked) +
+      KH_TRY_ASSIGN(auto linked,
+                    link_target_name(found->second.get(), safe.substr(slash + 1), safe));
+      if (linked != file.etag) {
+        return fail(ErrorCode::unsafe_path, "the snapshot link of " + safe + " points at " +
+                                                trust::sanitize_for_message(linked) +
                                                 ", the manifest says " + file.etag);
       }
     }
@@ -140,18 +138,18 @@ Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& rep
     // O_NONBLOCK: a FIFO planted as a blob must not block the open. It stays set: for the
     // regular file check_blob_stat insists on it changes no read or mmap, and clearing it
     // would cost a syscall per file on every warm fetch.
-    auto fd = open_in_cache(blobs->get(), file.etag, O_RDONLY | O_NONBLOCK, "the blob of " + *safe);
-    KH_TRY(fd);
+    KH_TRY_ASSIGN(auto fd, open_in_cache(blobs.get(), file.etag, O_RDONLY | O_NONBLOCK,
+                                         "the blob of " + safe));
     struct stat st {};
-    if (::fstat(fd->get(), &st) != 0)
-      return fail(ErrorCode::io, "fstat the blob of " + *safe + ": " + std::strerror(errno));
+    if (::fstat(fd.get(), &st) != 0)
+      return fail(ErrorCode::io, "fstat the blob of " + safe + ": " + std::strerror(errno));
     if (S_ISREG(st.st_mode) && (st.st_mode & options.strip_own_write_bits) != 0 &&
         st.st_uid == ::geteuid() &&
-        ::fchmod(fd->get(), st.st_mode & 07777 & ~options.strip_own_write_bits) == 0) {
+        ::fchmod(fd.get(), st.st_mode & 07777 & ~options.strip_own_write_bits) == 0) {
       st.st_mode &= ~options.strip_own_write_bits;
     }
-    KH_TRY(check_blob_stat(st, file.size, "the blob of " + *safe));
-    out.push_back(std::move(*fd));
+    KH_TRY(check_blob_stat(st, file.size, "the blob of " + safe));
+    out.push_back(std::move(fd));
   }
   return out;
 }

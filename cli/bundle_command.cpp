@@ -46,9 +46,8 @@ struct Planned {
 Result<std::vector<Planned>> plan(const CreateArgs& args) {
   std::vector<Planned> out;
   if (args.fetch.lockfile) {
-    auto lock = read_args_lockfile(args.fetch);
-    if (!lock) return fail(lock.error());
-    for (const auto& entry : lock->entries) {
+    KH_TRY_ASSIGN(auto lock, read_args_lockfile(args.fetch));
+    for (const auto& entry : lock.entries) {
       const auto& dependency = entry.dependency;
       std::vector<std::string> refs;
       if (dependency && dependency->has_version()) {
@@ -65,13 +64,12 @@ Result<std::vector<Planned>> plan(const CreateArgs& args) {
     return fail(ErrorCode::invalid_argument, "name kernels to bundle, or --lockfile");
   }
   for (const auto& repo : args.repos) {
-    auto request = make_request(args.fetch, repo);
-    if (!request) return fail(request.error());
+    KH_TRY_ASSIGN(auto request, make_request(args.fetch, repo));
     std::vector<std::string> refs;
     // The ref the bundle names besides the commit: vN, or a branch or tag.
-    if (request->ref.is_version() || !hub::is_commit_sha(request->ref.ref_name()))
-      refs.push_back(request->ref.ref_name());
-    out.push_back({std::move(*request), std::move(refs)});
+    if (request.ref.is_version() || !hub::is_commit_sha(request.ref.ref_name()))
+      refs.push_back(request.ref.ref_name());
+    out.push_back({std::move(request), std::move(refs)});
   }
   return out;
 }

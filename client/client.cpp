@@ -27,10 +27,9 @@ Result<Client> Client::open(const util::Environment& env, const ClientOptions& o
   }
   if (!options.embedded_only) {
     const auto socket = socket_path(env, options);
-    auto connection = DaemonConnection::connect(socket, options.pipelined_handshake);
-    if (!connection) return fail(connection.error());
-    if (*connection) {
-      return Client(std::make_unique<Impl>(Impl{std::move(**connection), env}));
+    KH_TRY_ASSIGN(auto connection, DaemonConnection::connect(socket, options.pipelined_handshake));
+    if (connection) {
+      return Client(std::make_unique<Impl>(Impl{std::move(*connection), env}));
     }
     if (require) {
       return fail(ErrorCode::network,
@@ -61,9 +60,7 @@ namespace {
 // modes: a daemon selects for what it is sent, so both modes select the same variant.
 Result<fetch::Request> with_platform(fetch::Request request, const util::Environment& env) {
   if (!request.variants.is_best() || request.target_platform) return request;
-  auto platform = variant::detect_platform(env, request.platform);
-  if (!platform) return fail(platform.error());
-  request.target_platform = std::move(*platform);
+  KH_TRY_ASSIGN(request.target_platform, variant::detect_platform(env, request.platform));
   return request;
 }
 
@@ -71,22 +68,20 @@ Result<fetch::Request> with_platform(fetch::Request request, const util::Environ
 
 Result<FetchedKernel> Client::fetch(const fetch::Request& request,
                                     const hub::ProgressCallback& progress) {
-  auto full = with_platform(request, impl_->env);
-  if (!full) return fail(full.error());
+  KH_TRY_ASSIGN(auto full, with_platform(request, impl_->env));
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
-    return daemon->fetch(*full, impl_->env, progress, /*hand_out=*/true);
+    return daemon->fetch(full, impl_->env, progress, /*hand_out=*/true);
   }
-  return std::get<EmbeddedBackend>(impl_->backend).fetch(*full, progress, /*hand_out=*/true);
+  return std::get<EmbeddedBackend>(impl_->backend).fetch(full, progress, /*hand_out=*/true);
 }
 
 Result<FetchedKernel> Client::prefetch(const fetch::Request& request,
                                        const hub::ProgressCallback& progress) {
-  auto full = with_platform(request, impl_->env);
-  if (!full) return fail(full.error());
+  KH_TRY_ASSIGN(auto full, with_platform(request, impl_->env));
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
-    return daemon->fetch(*full, impl_->env, progress, /*hand_out=*/false);
+    return daemon->fetch(full, impl_->env, progress, /*hand_out=*/false);
   }
-  return std::get<EmbeddedBackend>(impl_->backend).fetch(*full, progress, /*hand_out=*/false);
+  return std::get<EmbeddedBackend>(impl_->backend).fetch(full, progress, /*hand_out=*/false);
 }
 
 Result<nlohmann::json> Client::status() {

@@ -171,10 +171,9 @@ Result<DaemonConnection::Reply> DaemonConnection::exchange_once(
   if (hello_pending_) KH_TRY(read_hello_reply());
   if (!sent) return fail(sent.error());
   for (;;) {
-    auto frame = reader_.read();
-    if (!frame) return fail(frame.error());
-    if (!*frame) return fail(closed_before_answer());
-    auto message = proto::parse_message((*frame)->message, proto::Sender::daemon);
+    KH_TRY_ASSIGN(auto frame, reader_.read());
+    if (!frame) return fail(closed_before_answer());
+    auto message = proto::parse_message(frame->message, proto::Sender::daemon);
     if (!message) return fail(protocol_failure(socket_, "bad reply: " + message.error().message));
     // An error without an id ends the connection (docs/protocol.md); one with ours ends the
     // request.
@@ -192,7 +191,7 @@ Result<DaemonConnection::Reply> DaemonConnection::exchange_once(
       if (progress) progress(progress_from(*p));
       continue;
     }
-    return Reply{std::move(*message), std::move((*frame)->fds)};
+    return Reply{std::move(*message), std::move(frame->fds)};
   }
 }
 
@@ -202,13 +201,12 @@ Result<nlohmann::json> DaemonConnection::call(const proto::Message& request,
   const std::string_view expected = asked == "verify"   ? "verified"
                                     : asked == "import" ? "imported"
                                                         : asked;
-  auto reply = exchange(proto::to_json(request), {}, fds);
-  if (!reply) return fail(reply.error());
-  if (proto::type_name(reply->message) != expected) {
+  KH_TRY_ASSIGN(auto reply, exchange(proto::to_json(request), {}, fds));
+  if (proto::type_name(reply.message) != expected) {
     return fail(protocol_failure(socket_, "expected '" + std::string(expected) + "', got '" +
-                                              std::string(proto::type_name(reply->message)) + "'"));
+                                              std::string(proto::type_name(reply.message)) + "'"));
   }
-  auto json = proto::to_json(reply->message);
+  auto json = proto::to_json(reply.message);
   json.erase("type");
   json.erase("id");
   return json;
@@ -221,38 +219,36 @@ Result<nlohmann::json> DaemonConnection::import_bundle(int fd, const util::Envir
   proto::ImportRequest request;
   request.env = trust_env(env);
   const std::array<int, 1> fds{fd};
-  auto reply = call(request, fds);
-  if (!reply) return fail(reply.error());
-  return std::move((*reply)["repos"]);
+  KH_TRY_ASSIGN(auto reply, call(request, fds));
+  return std::move(reply["repos"]);
 }
 
 Result<FetchedKernel> DaemonConnection::fetch(const fetch::Request& request,
                                               const util::Environment& env,
                                               const hub::ProgressCallback& progress,
                                               bool hand_out) {
-  auto reply =
-      exchange(proto::to_json(proto::to_wire(request, 0, !hand_out, trust_env(env))), progress);
-  if (!reply) return fail(reply.error());
-  auto* fetched = std::get_if<proto::Fetched>(&reply->message);
+  KH_TRY_ASSIGN(
+      auto reply,
+      exchange(proto::to_json(proto::to_wire(request, 0, !hand_out, trust_env(env))), progress));
+  auto* fetched = std::get_if<proto::Fetched>(&reply.message);
   if (!fetched) {
-    return fail(protocol_failure(socket_, "expected 'fetched', got '" +
-                                              std::string(proto::type_name(reply->message)) + "'"));
+    return fail(protocol_failure(
+        socket_, "expected 'fetched', got '" + std::string(proto::type_name(reply.message)) + "'"));
   }
   // The manifest's repo may differ from the one asked for: the Hub renamed it, or its
   // kernel-status redirects. The daemon has checked this client's trust for the repo it names.
   FetchedKernel kernel{std::move(fetched->manifest), /*via_daemon=*/true, {}};
   if (!hand_out) return kernel;
   const auto& files = kernel.manifest.files;
-  if (!fetched->with_fds || reply->fds.size() != files.size()) {
-    return fail(protocol_failure(socket_, "handed out " + std::to_string(reply->fds.size()) +
+  if (!fetched->with_fds || reply.fds.size() != files.size()) {
+    return fail(protocol_failure(socket_, "handed out " + std::to_string(reply.fds.size()) +
                                               " descriptors for " + std::to_string(files.size()) +
                                               " files"));
   }
   for (std::size_t i = 0; i < files.size(); ++i) {
-    if (!reply->fds[i])
-      return fail(protocol_failure(socket_, "no descriptor for " + files[i].path));
-    KH_TRY(cache::check_blob_fd(reply->fds[i].get(), files[i].size, files[i].path));
-    kernel.fds.push_back(std::move(reply->fds[i]));
+    if (!reply.fds[i]) return fail(protocol_failure(socket_, "no descriptor for " + files[i].path));
+    KH_TRY(cache::check_blob_fd(reply.fds[i].get(), files[i].size, files[i].path));
+    kernel.fds.push_back(std::move(reply.fds[i]));
   }
   return kernel;
 }

@@ -54,16 +54,14 @@ Result<trust::AdminPolicy> EmbeddedBackend::load_policy() const {
 
 Result<FetchedKernel> EmbeddedBackend::fetch(const fetch::Request& request,
                                              const hub::ProgressCallback& progress, bool hand_out) {
-  auto policy = load_policy();
-  if (!policy) return fail(policy.error());
+  KH_TRY_ASSIGN(auto policy, load_policy());
   const auto config = hub::HubConfig::from(env_);
   hub::CurlHttpClient http(config);
-  hub::Fetcher fetcher(config, http, cache_, std::move(*policy),
-                       trust::TrustEnvironment::from(env_), env_);
-  auto result = fetcher.fetch(request, progress);
-  if (!result) return fail(result.error());
+  hub::Fetcher fetcher(config, http, cache_, std::move(policy), trust::TrustEnvironment::from(env_),
+                       env_);
+  KH_TRY_ASSIGN(auto result, fetcher.fetch(request, progress));
 
-  FetchedKernel kernel{std::move(result->manifest), /*via_daemon=*/false, {}};
+  FetchedKernel kernel{std::move(result.manifest), /*via_daemon=*/false, {}};
   if (hand_out) {
     KH_TRY_ASSIGN(kernel.fds, hand_out_files(cache_, kernel.manifest));
   }
@@ -75,48 +73,38 @@ Result<nlohmann::json> EmbeddedBackend::status() const {
 }
 
 Result<nlohmann::json> EmbeddedBackend::ls() const {
-  auto repos = cache_.list();
-  if (!repos) return fail(repos.error());
-  return nlohmann::json{{"repos", cache::cached_repos_json(*repos)}};
+  KH_TRY_ASSIGN(auto repos, cache_.list());
+  return nlohmann::json{{"repos", cache::cached_repos_json(repos)}};
 }
 
 Result<nlohmann::json> EmbeddedBackend::verify(const std::optional<trust::RepoId>& repo) const {
-  auto report = cache::verify_cache(cache_, repo);
-  if (!report) return fail(report.error());
-  auto policy = load_policy();
-  if (!policy) return fail(policy.error());
-  auto receipts = hub::recheck_receipts(cache_, repo, policy->signatures);
-  if (!receipts) return fail(receipts.error());
+  KH_TRY_ASSIGN(auto report, cache::verify_cache(cache_, repo));
+  KH_TRY_ASSIGN(auto policy, load_policy());
+  KH_TRY_ASSIGN(auto receipts, hub::recheck_receipts(cache_, repo, policy.signatures));
   auto corrupt = nlohmann::json::array();
-  for (const auto& blob : report->corrupt) {
+  for (const auto& blob : report.corrupt) {
     corrupt.push_back({{"repo", blob.repo}, {"blob", blob.blob}, {"reason", blob.reason}});
   }
-  return nlohmann::json{{"checked", report->checked},
+  return nlohmann::json{{"checked", report.checked},
                         {"corrupt", std::move(corrupt)},
-                        {"receipts_checked", receipts->checked},
-                        {"receipts_changed", receipts->changed}};
+                        {"receipts_checked", receipts.checked},
+                        {"receipts_changed", receipts.changed}};
 }
 
 Result<nlohmann::json> EmbeddedBackend::import_bundle(int fd) const {
-  auto policy = load_policy();
-  if (!policy) return fail(policy.error());
   cache::bundle::ImportOptions options;
-  options.policy = std::move(*policy);
+  KH_TRY_ASSIGN(options.policy, load_policy());
   options.trust_env = trust::TrustEnvironment::from(env_);
-  auto signatures = hub::import_signature_check(options.policy.signatures);
-  if (!signatures) return fail(signatures.error());
-  options.signature_check = std::move(*signatures);
-  auto imported = cache::bundle::import_bundle(fd, cache_, options);
-  if (!imported) return fail(imported.error());
-  return cache::bundle::imported_json(*imported, cache_);
+  KH_TRY_ASSIGN(options.signature_check, hub::import_signature_check(options.policy.signatures));
+  KH_TRY_ASSIGN(auto imported, cache::bundle::import_bundle(fd, cache_, options));
+  return cache::bundle::imported_json(imported, cache_);
 }
 
 Result<nlohmann::json> EmbeddedBackend::gc() const {
-  auto report = cache::collect_garbage(cache_);
-  if (!report) return fail(report.error());
-  return nlohmann::json{{"removed_snapshots", report->removed_snapshots},
-                        {"removed_blobs", report->removed_blobs},
-                        {"freed_bytes", report->freed_bytes}};
+  KH_TRY_ASSIGN(auto report, cache::collect_garbage(cache_));
+  return nlohmann::json{{"removed_snapshots", report.removed_snapshots},
+                        {"removed_blobs", report.removed_blobs},
+                        {"freed_bytes", report.freed_bytes}};
 }
 
 }  // namespace kernelhub::client

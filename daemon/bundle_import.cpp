@@ -24,22 +24,19 @@ Result<nlohmann::json> FetchService::import_bundle(int fd,
   cache::bundle::ImportOptions options;
   options.policy = *policy();
   options.trust_env = client_trust(env);
-  auto signatures = hub::import_signature_check(options.policy.signatures);
-  if (!signatures) return fail(signatures.error());
-  options.signature_check = std::move(*signatures);
+  KH_TRY_ASSIGN(options.signature_check, hub::import_signature_check(options.policy.signatures));
 
   std::shared_lock maintenance(maintenance_);
   cache::KernelCache cache(root_);
   cache.set_published_blob_mode(0444);  // the shared cache: read-only from the moment it is visible
-  auto imported = cache::bundle::import_bundle(fd, cache, options);
-  if (!imported) return fail(imported.error());
+  KH_TRY_ASSIGN(auto imported, cache::bundle::import_bundle(fd, cache, options));
   memo_.forget_all();
-  for (const auto& repo : *imported) {
+  for (const auto& repo : imported) {
     spdlog::info("imported {}@{} from a bundle ({} files)", repo.repo.str(), repo.commit,
                  repo.files);
     for (const auto& warning : repo.signature_warnings) spdlog::warn("{}", warning);
   }
-  return cache::bundle::imported_json(*imported, cache);
+  return cache::bundle::imported_json(imported, cache);
 }
 
 }  // namespace kernelhub::daemon

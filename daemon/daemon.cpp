@@ -116,8 +116,7 @@ Result<void> Daemon::start() {
       return fail(ErrorCode::io, "cannot create a signalfd: " + util::errno_text(errno));
   }
 
-  auto root_fd = open_cache_root(o.cache_dir);
-  if (!root_fd) return fail(root_fd.error());
+  KH_TRY_ASSIGN(auto root_fd, open_cache_root(o.cache_dir));
   trust::AdminPolicy policy;
   if (o.policy_file) {
     KH_TRY_ASSIGN(policy, hub::load_checked_policy(*o.policy_file));
@@ -136,7 +135,7 @@ Result<void> Daemon::start() {
   }
   {
     std::lock_guard lock(d.service_mutex);
-    d.service = std::make_unique<FetchService>(o.cache_dir, std::move(*root_fd), o.env,
+    d.service = std::make_unique<FetchService>(o.cache_dir, std::move(root_fd), o.env,
                                                o.resolve_ttl, d.counters);
     d.apply_limits(policy);
     d.service->set_policy(std::move(policy));

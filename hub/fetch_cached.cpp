@@ -62,9 +62,7 @@ Result<std::vector<fetch::ManifestFile>> hash_variant(const fs::path& snapshot,
     file.size = fs::file_size(it->path(), ec);
     if (ec) return fail(ErrorCode::io, "cannot stat cached " + rel + ": " + ec.message());
     if (it->is_symlink(ec)) file.etag = fs::read_symlink(it->path(), ec).filename().string();
-    auto sha256 = trust::sha256_file_hex(it->path());
-    if (!sha256) return fail(sha256.error());
-    file.sha256 = std::move(*sha256);
+    KH_TRY_ASSIGN(file.sha256, trust::sha256_file_hex(it->path()));
     files.push_back(std::move(file));
   }
   if (ec)
@@ -107,9 +105,8 @@ bool FetchCall::has_cached_snapshot(const fetch::Request& request) const {
 }
 
 Result<FetchResult> FetchCall::fetch_from_cache(const fetch::Request& request) {
-  auto commit = cached_commit(f_.cache_, request);
-  if (!commit) return fail(commit.error());
-  return fetch_cached_commit(request, *commit);
+  KH_TRY_ASSIGN(auto commit, cached_commit(f_.cache_, request));
+  return fetch_cached_commit(request, commit);
 }
 
 Result<FetchResult> FetchCall::fetch_cached_commit(const fetch::Request& request,
@@ -122,27 +119,26 @@ Result<FetchResult> FetchCall::fetch_cached_commit(const fetch::Request& request
   }
   if (names.empty())
     return not_cached(request.repo.str() + " at " + commit + " has no cached build variants");
-  auto variants = choose_variants(request, names);
-  if (!variants) return fail(variants.error());
+  KH_TRY_ASSIGN(auto variants, choose_variants(request, names));
 
   FetchResult result;
   result.manifest.repo = request.repo;
   result.manifest.commit = commit;
-  result.manifest.variants = *variants;
+  result.manifest.variants = variants;
   result.manifest.snapshot_path = snapshot;
   result.manifest.from_cache = true;
   receipts_.clear();
   signature_warnings_.clear();
-  for (const auto& variant : *variants) {
-    auto files = hash_variant(snapshot, variant);
-    if (!files) return fail(files.error());
+  for (const auto& variant : variants) {
+    KH_TRY_ASSIGN(auto files, hash_variant(snapshot, variant));
     // The signature (receipt) first: metadata.json is parsed once it holds.
-    KH_TRY(check_cached_signature(request, commit, variant, *files));
-    KH_TRY(verify_cached_variant(snapshot, variant, *files));
+    KH_TRY(check_cached_signature(request, commit, variant, files));
+    KH_TRY(verify_cached_variant(snapshot, variant, files));
     std::vector<std::pair<std::string, std::string>> ids;
-    for (const auto& file : *files) ids.emplace_back(file.path, file.etag);
+    ids.reserve(files.size());
+    for (const auto& file : files) ids.emplace_back(file.path, file.etag);
     KH_TRY(check_locked_hashes(request, commit, variant, ids));
-    for (auto& file : *files) result.manifest.files.push_back(std::move(file));
+    for (auto& file : files) result.manifest.files.push_back(std::move(file));
   }
   take_signatures(request, result);
   return result;

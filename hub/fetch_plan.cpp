@@ -50,9 +50,8 @@ Result<std::size_t> FetchPlan::slot_for(const TreeEntry& entry) {
       entry.size};
   cache::BlobWriterOptions options;
   options.published_mode = cache_.published_blob_mode();
-  auto writer = cache::BlobWriter::create(cache_.blobs_dir(repo_), expected, options);
-  if (!writer) return fail(writer.error());
-  slots_.push_back(Slot{std::move(*writer), entry.path, false});
+  KH_TRY_ASSIGN(auto writer, cache::BlobWriter::create(cache_.blobs_dir(repo_), expected, options));
+  slots_.push_back(Slot{std::move(writer), entry.path, false});
   slot_by_etag_[entry.etag()] = slots_.size() - 1;
   return slots_.size() - 1;
 }
@@ -65,25 +64,23 @@ Result<std::string> FetchPlan::read_small(Planned& file) {
   }
   if (!file.slot) return util::read_small_file(cache_.blobs_dir(repo_) / file.entry.etag(), cap);
   Slot& slot = slots_[*file.slot];
-  auto url = api_.resolve_url(repo_, commit_, file.entry.path);
-  if (!url) return fail(url.error());
+  KH_TRY_ASSIGN(auto url, api_.resolve_url(repo_, commit_, file.entry.path));
   HttpRequest request;
-  request.url = std::move(*url);
+  request.url = std::move(url);
   request.follow_redirects = true;
   request.max_body = cap;
   request.file_size = file.entry.size;  // a file: its stall timeout and deadline
-  auto response = http_.send(request);
-  if (!response) return fail(response.error());
+  KH_TRY_ASSIGN(auto response, http_.send(request));
   if (!slot.filled) {
     // The same bytes become the cached blob: size and etag are checked by finish().
-    KH_TRY(slot.writer.write(response->body.data(), response->body.size()));
+    KH_TRY(slot.writer.write(response.body.data(), response.body.size()));
     auto finished = slot.writer.finish();
     if (!finished)
       return fail(finished.error().code, file.entry.path + ": " + finished.error().message);
     slot.filled = true;
   }
   file.sha256 = slot.writer.sha256_hex();
-  return std::move(response->body);
+  return std::move(response.body);
 }
 
 Result<void> FetchPlan::add_variant(const std::string& variant,
@@ -100,9 +97,7 @@ Result<void> FetchPlan::add_variant(const std::string& variant,
     if (auto sha256 = cached_sha256(entry)) {
       file.sha256 = std::move(*sha256);
     } else {
-      auto slot = slot_for(entry);
-      if (!slot) return fail(slot.error());
-      file.slot = *slot;
+      KH_TRY_ASSIGN(file.slot, slot_for(entry));
     }
     if (entry.path == variant_prefix(variant) + "metadata.json") metadata_index = files_.size();
     if (entry.path == variant_prefix(variant) + std::string(kSignatureBundleFile)) {
@@ -112,9 +107,7 @@ Result<void> FetchPlan::add_variant(const std::string& variant,
   }
   std::optional<std::string> text;
   if (metadata_index) {
-    auto read = read_small(files_[*metadata_index]);
-    if (!read) return fail(read.error());
-    text = std::move(*read);
+    KH_TRY_ASSIGN(text, read_small(files_[*metadata_index]));
   }
   if (signature_hook_) {
     Result<std::optional<std::string>> bundle = std::optional<std::string>();
@@ -147,9 +140,8 @@ Result<void> FetchPlan::download(const ProgressCallback& progress) {
   FetchProgress base;
   for (auto& slot : slots_) {
     if (slot.filled) continue;
-    auto url = api_.resolve_url(repo_, commit_, slot.path);
-    if (!url) return fail(url.error());
-    jobs.push_back({slot.path, std::move(*url), &slot.writer});
+    KH_TRY_ASSIGN(auto url, api_.resolve_url(repo_, commit_, slot.path));
+    jobs.push_back({slot.path, std::move(url), &slot.writer});
     base.bytes_total += slot.writer.expected().size;
   }
   base.files_total = static_cast<int>(jobs.size());
@@ -188,8 +180,7 @@ Result<void> FetchPlan::publish() {
   // little left. The ref is written after it.
   util::DirtyDirs dirty;
   for (auto& slot : slots_) {
-    auto committed = slot.writer.commit(&dirty);
-    if (!committed) return fail(committed.error());
+    KH_TRY(slot.writer.commit(&dirty));
   }
   std::vector<cache::SnapshotFile> links;
   links.reserve(files_.size());

@@ -13,9 +13,7 @@ namespace kernelhub::hub {
 
 Result<const SignatureVerifier*> Fetcher::signature_verifier() {
   if (!signature_verifier_) {
-    auto loaded = SignatureVerifier::load(policy_.signatures);
-    if (!loaded) return fail(loaded.error());
-    signature_verifier_ = std::move(*loaded);
+    KH_TRY_ASSIGN(signature_verifier_, SignatureVerifier::load(policy_.signatures));
   }
   return &*signature_verifier_;
 }
@@ -32,12 +30,11 @@ std::optional<int> version_to_sign(const fetch::Request& request) {
 }  // namespace
 
 Result<void> FetchCall::admit_signature(const fetch::Request& request, SignatureReceipt receipt) {
-  auto verdict =
-      decide_signature(f_.policy_.signatures, request.repo, receipt, version_to_sign(request));
-  if (!verdict) return fail(verdict.error());
+  KH_TRY_ASSIGN(auto verdict, decide_signature(f_.policy_.signatures, request.repo, receipt,
+                                               version_to_sign(request)));
   // Reported by the caller once the fetch succeeds (the client's stderr), not here: a fetch
   // that then fails must not warn about what it never served.
-  if (*verdict) signature_warnings_.push_back(std::move(**verdict));
+  if (verdict) signature_warnings_.push_back(std::move(*verdict));
   receipts_.push_back(std::move(receipt));
   return ok();
 }
@@ -54,17 +51,15 @@ Result<void> FetchCall::check_cached_signature(const fetch::Request& request,
   const std::string etag = metadata == files.end() ? "" : metadata->etag;
   // A trusted receipt of this metadata.json against this root: judged without decoding a key.
   if (const auto stored = f_.cache_.read_signature_receipt(request.repo, commit, variant)) {
-    auto root_id = trusted_root_id(f_.policy_.signatures);
-    if (!root_id) return fail(root_id.error());
+    KH_TRY_ASSIGN(auto root_id, trusted_root_id(f_.policy_.signatures));
     if (auto receipt = receipt_from_json(*stored); receipt && receipt->variant == variant &&
                                                    receipt->metadata_etag == etag &&
-                                                   receipt->root_id == *root_id) {
+                                                   receipt->root_id == root_id) {
       return admit_signature(request, std::move(*receipt));
     }
   }
-  auto verifier = f_.signature_verifier();
-  if (!verifier) return fail(verifier.error());
-  SignatureReceipt receipt = (*verifier)->verify_cached(f_.cache_, request.repo, commit, variant);
+  KH_TRY_ASSIGN(const auto* verifier, f_.signature_verifier());
+  SignatureReceipt receipt = verifier->verify_cached(f_.cache_, request.repo, commit, variant);
   if (auto written = f_.cache_.write_signature_receipt(request.repo, commit, variant,
                                                        receipt_to_json(receipt));
       !written) {

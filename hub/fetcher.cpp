@@ -136,26 +136,23 @@ Result<std::vector<std::string>> FetchCall::choose_variants(
   if (request.target_platform) {
     platform = *request.target_platform;
   } else {
-    auto detected = variant::detect_platform(f_.platform_env_, request.platform);
-    if (!detected) return fail(detected.error());
-    platform = *detected;
+    KH_TRY_ASSIGN(platform, variant::detect_platform(f_.platform_env_, request.platform));
   }
-  auto chosen = variant::select_variant(sorted, platform);
-  if (!chosen) return fail(chosen.error());
-  return std::vector{*chosen};
+  KH_TRY_ASSIGN(auto chosen, variant::select_variant(sorted, platform));
+  return std::vector{chosen};
 }
 
 Result<std::optional<fetch::Request>> FetchCall::follow_status_redirect(
     const fetch::Request& request, const std::string& commit, int hops) {
   if (f_.cache_.is_known_missing(request.repo, commit, kKernelStatusFile))
     return std::optional<fetch::Request>();
-  auto status = f_.api_.read_optional_file(request.repo, commit, kKernelStatusFile, kMaxStatusFile);
-  if (!status) return fail(status.error());
-  if (!*status) {
+  KH_TRY_ASSIGN(auto status, f_.api_.read_optional_file(request.repo, commit, kKernelStatusFile,
+                                                        kMaxStatusFile));
+  if (!status) {
     status_missing_ = true;  // remembered once the fetch has published (see fetch_online)
     return std::optional<fetch::Request>();
   }
-  auto redirect = parse_kernel_status(**status);
+  auto redirect = parse_kernel_status(*status);
   if (!redirect)
     return fail(redirect.error().code, request.repo.str() + ": " + redirect.error().message);
   if (!*redirect) return std::optional<fetch::Request>();
@@ -186,18 +183,16 @@ Result<FetchResult> FetchCall::fetch_online(const fetch::Request& asked,
                                             const ProgressCallback& progress, int hops,
                                             bool retry_resolve) {
   if (hops == 0) refused_.reset();  // before anything can fail: fetch() reads it after
-  auto commit = resolve_commit(f_.api_, asked, retry_resolve);
-  if (!commit) return fail(commit.error());
-  auto guarded = guard_version_move(asked, *commit);
-  if (!guarded) return fail(guarded.error());
-  if (hops > 0 || !refused_) return fetch_commit(asked, *guarded, progress, hops);
+  KH_TRY_ASSIGN(auto commit, resolve_commit(f_.api_, asked, retry_resolve));
+  KH_TRY_ASSIGN(auto guarded, guard_version_move(asked, commit));
+  if (hops > 0 || !refused_) return fetch_commit(asked, guarded, progress, hops);
   // A refused move: the accepted commit, from the cache when it is complete there. The Hub
   // may no longer have it (a force-push), so it is asked only when the cache cannot serve it.
-  auto cached = fetch_cached_commit(asked, *guarded);
+  auto cached = fetch_cached_commit(asked, guarded);
   if (!cached) {
-    spdlog::debug("{} is not servable from the cache ({}); asking the Hub", *guarded,
+    spdlog::debug("{} is not servable from the cache ({}); asking the Hub", guarded,
                   cached.error().message);
-    cached = fetch_commit(asked, *guarded, progress, hops);
+    cached = fetch_commit(asked, guarded, progress, hops);
   }
   if (!cached) return fail(unavailable_after_refusal(cached.error()));
   cached->manifest.refused_move = served_refusal();
@@ -216,9 +211,8 @@ Result<FetchResult> FetchCall::fetch_commit(const fetch::Request& asked, const s
     request.repo = *moved;
   }
   status_missing_ = false;
-  auto redirected = follow_status_redirect(request, commit, hops);
-  if (!redirected) return fail(redirected.error());
-  if (*redirected) return fetch_online(**redirected, progress, hops + 1);
+  KH_TRY_ASSIGN(auto redirected, follow_status_redirect(request, commit, hops));
+  if (redirected) return fetch_online(*redirected, progress, hops + 1);
 
   auto build = f_.api_.list_tree(request.repo, commit, "build", false);
   if (!build) {
@@ -230,38 +224,34 @@ Result<FetchResult> FetchCall::fetch_commit(const fetch::Request& asked, const s
   for (const auto& entry : *build) {
     if (!entry.is_file) names.push_back(entry.path.substr(std::string_view("build/").size()));
   }
-  auto variants = choose_variants(request, names);
-  if (!variants) return fail(variants.error());
+  KH_TRY_ASSIGN(auto variants, choose_variants(request, names));
   // Held until this function returns: the plan below sees what an earlier turn published.
   const auto turn =
       f_.download_gate_
-          ? f_.download_gate_(request.repo.str() + '@' + commit + ' ' + util::join(*variants, ", "))
+          ? f_.download_gate_(request.repo.str() + '@' + commit + ' ' + util::join(variants, ", "))
           : nullptr;
 
   FetchPlan plan(f_.config_, f_.http_, f_.api_, f_.cache_, request.repo, commit);
   receipts_.clear();
   signature_warnings_.clear();
   if (f_.policy_.signatures.mode != trust::SignatureMode::off) {
-    auto verifier = f_.signature_verifier();
-    if (!verifier) return fail(verifier.error());
-    plan.set_signature_hook(
-        [&, verifier = *verifier](const std::string& variant, const std::string& etag,
-                                  std::string_view metadata, const BundleBytes& bundle) {
-          return admit_signature(request, verifier->verify(variant, etag, metadata, bundle));
-        });
+    KH_TRY_ASSIGN(const auto* verifier, f_.signature_verifier());
+    plan.set_signature_hook([&, verifier](const std::string& variant, const std::string& etag,
+                                          std::string_view metadata, const BundleBytes& bundle) {
+      return admit_signature(request, verifier->verify(variant, etag, metadata, bundle));
+    });
   }
-  for (const auto& variant : *variants) {
-    auto files = f_.api_.list_tree(request.repo, commit, "build/" + variant, true);
-    if (!files) return fail(files.error());
+  for (const auto& variant : variants) {
+    KH_TRY_ASSIGN(auto files, f_.api_.list_tree(request.repo, commit, "build/" + variant, true));
     if (request.lock() && !request.lock()->variant_hashes.empty()) {
       std::vector<std::pair<std::string, std::string>> ids;
-      for (const auto& entry : *files) {
+      for (const auto& entry : files) {
         if (entry.is_file && !is_ignored_kernel_file(entry.path))
           ids.emplace_back(entry.path, entry.etag());
       }
       KH_TRY(check_locked_hashes(request, commit, variant, ids));
     }
-    KH_TRY(plan.add_variant(variant, *files));
+    KH_TRY(plan.add_variant(variant, files));
   }
   KH_TRY(plan.download(progress));
   KH_TRY(plan.verify());
@@ -283,7 +273,7 @@ Result<FetchResult> FetchCall::fetch_commit(const fetch::Request& asked, const s
   FetchResult result;
   result.manifest.repo = request.repo;
   result.manifest.commit = commit;
-  result.manifest.variants = *variants;
+  result.manifest.variants = variants;
   result.manifest.snapshot_path = f_.cache_.snapshot_dir(request.repo, commit);
   result.manifest.files = plan.fetched_files();
   take_signatures(request, result);

@@ -64,10 +64,9 @@ class ElfFile {
                                     const char* part) const {
     static_assert(std::is_trivially_copyable_v<T>);
     if (count > size_ / sizeof(T)) return malformed(std::string(part) + " is larger than the file");
-    auto bytes = read(offset, count * sizeof(T), part);
-    KH_TRY(bytes);
+    KH_TRY_ASSIGN(auto bytes, read(offset, count * sizeof(T), part));
     std::vector<T> out(count);
-    if (count != 0) std::memcpy(out.data(), bytes->data(), bytes->size());
+    if (count != 0) std::memcpy(out.data(), bytes.data(), bytes.size());
     return out;
   }
 
@@ -140,21 +139,19 @@ Result<std::uint64_t> symbol_count(const ElfFile& file, const std::vector<Elf64_
   if (tags.hash) {
     const auto at = file_offset(loads, *tags.hash, 8);
     if (!at) return file.malformed("DT_HASH is not mapped by any PT_LOAD segment");
-    auto header = file.read_array<std::uint32_t>(*at, 2, "DT_HASH header");
-    KH_TRY(header);
-    return std::uint64_t{(*header)[1]};
+    KH_TRY_ASSIGN(auto header, file.read_array<std::uint32_t>(*at, 2, "DT_HASH header"));
+    return std::uint64_t{header[1]};
   }
   if (!tags.gnu_hash) return file.malformed("no DT_GNU_HASH or DT_HASH (cannot count symbols)");
   const auto at = file_offset(loads, *tags.gnu_hash, 16);
   if (!at) return file.malformed("DT_GNU_HASH is not mapped by any PT_LOAD segment");
-  auto header = file.read_array<std::uint32_t>(*at, 4, "DT_GNU_HASH header");
-  KH_TRY(header);
-  const std::uint64_t nbuckets = (*header)[0], symoffset = (*header)[1], bloom = (*header)[2];
+  KH_TRY_ASSIGN(auto header, file.read_array<std::uint32_t>(*at, 4, "DT_GNU_HASH header"));
+  const std::uint64_t nbuckets = header[0], symoffset = header[1], bloom = header[2];
   const std::uint64_t buckets_at = *at + 16 + bloom * 8;
-  auto buckets = file.read_array<std::uint32_t>(buckets_at, nbuckets, "DT_GNU_HASH buckets");
-  KH_TRY(buckets);
+  KH_TRY_ASSIGN(auto buckets,
+                file.read_array<std::uint32_t>(buckets_at, nbuckets, "DT_GNU_HASH buckets"));
   const std::uint64_t last =
-      buckets->empty() ? 0 : *std::max_element(buckets->begin(), buckets->end());
+      buckets.empty() ? 0 : *std::max_element(buckets.begin(), buckets.end());
   if (last == 0) return symoffset;  // no hashed symbols
   if (last < symoffset) return file.malformed("DT_GNU_HASH bucket below symoffset");
   // Walk the last chain to its end bit, in blocks of up to 1024 entries, each bounded by
@@ -165,10 +162,10 @@ Result<std::uint64_t> symbol_count(const ElfFile& file, const std::vector<Elf64_
     const std::uint64_t entry_at = chain_at + (index - symoffset) * 4;
     const std::uint64_t left = entry_at < file.size() ? (file.size() - entry_at) / 4 : 0;
     if (left == 0) return file.malformed("DT_GNU_HASH chain runs past the end of the file");
-    auto chain = file.read_array<std::uint32_t>(entry_at, std::min<std::uint64_t>(1024, left),
-                                                "DT_GNU_HASH chain");
-    KH_TRY(chain);
-    for (const std::uint32_t entry : *chain) {
+    KH_TRY_ASSIGN(auto chain,
+                  file.read_array<std::uint32_t>(entry_at, std::min<std::uint64_t>(1024, left),
+                                                 "DT_GNU_HASH chain"));
+    for (const std::uint32_t entry : chain) {
       if ((entry & 1U) != 0) return index + 1;
       ++index;
     }
@@ -184,9 +181,8 @@ Result<ElfDynamicInfo> read_elf_dynamic(int fd, std::string_view what_view) {
     return fail(ErrorCode::io, "cannot stat " + what + ": " + std::strerror(errno));
   const ElfFile file(fd, static_cast<std::uint64_t>(st.st_size), what);
 
-  auto ehdr_bytes = file.read_array<Elf64_Ehdr>(0, 1, "ELF header");
-  KH_TRY(ehdr_bytes);
-  const Elf64_Ehdr& eh = (*ehdr_bytes)[0];
+  KH_TRY_ASSIGN(auto ehdr_bytes, file.read_array<Elf64_Ehdr>(0, 1, "ELF header"));
+  const Elf64_Ehdr& eh = ehdr_bytes[0];
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) return file.malformed("no ELF magic");
   if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
     return file.malformed("not a 64-bit little-endian ELF file");
@@ -200,11 +196,10 @@ Result<ElfDynamicInfo> read_elf_dynamic(int fd, std::string_view what_view) {
   if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum == PN_XNUM)
     return file.malformed("unsupported program header table");
 
-  auto phdrs = file.read_array<Elf64_Phdr>(eh.e_phoff, eh.e_phnum, "program headers");
-  KH_TRY(phdrs);
+  KH_TRY_ASSIGN(auto phdrs, file.read_array<Elf64_Phdr>(eh.e_phoff, eh.e_phnum, "program headers"));
   std::vector<Elf64_Phdr> loads;
   std::optional<Elf64_Phdr> dynamic_ph;
-  for (const auto& ph : *phdrs) {
+  for (const auto& ph : phdrs) {
     if (ph.p_type == PT_LOAD) loads.push_back(ph);
     if (ph.p_type == PT_DYNAMIC) {
       if (dynamic_ph) return file.malformed("more than one PT_DYNAMIC");
@@ -213,52 +208,46 @@ Result<ElfDynamicInfo> read_elf_dynamic(int fd, std::string_view what_view) {
   }
   if (!dynamic_ph) return file.malformed("no dynamic segment");
 
-  auto dynamic = file.read_array<Elf64_Dyn>(
-      dynamic_ph->p_offset, dynamic_ph->p_filesz / sizeof(Elf64_Dyn), "dynamic segment");
-  KH_TRY(dynamic);
-  const DynamicTags tags = collect_tags(*dynamic);
+  KH_TRY_ASSIGN(auto dynamic, file.read_array<Elf64_Dyn>(dynamic_ph->p_offset,
+                                                         dynamic_ph->p_filesz / sizeof(Elf64_Dyn),
+                                                         "dynamic segment"));
+  const DynamicTags tags = collect_tags(dynamic);
   if (!tags.strtab || !tags.strsz) return file.malformed("no DT_STRTAB/DT_STRSZ");
   const auto strtab_at = file_offset(loads, *tags.strtab, *tags.strsz);
   if (!strtab_at) return file.malformed("the dynamic string table is not mapped by a PT_LOAD");
-  auto strtab = file.read(*strtab_at, *tags.strsz, "dynamic string table");
-  KH_TRY(strtab);
+  KH_TRY_ASSIGN(auto strtab, file.read(*strtab_at, *tags.strsz, "dynamic string table"));
 
   auto string_at = [&](std::uint64_t index) -> Result<std::string> {
-    if (index >= strtab->size()) return file.malformed("string index past DT_STRSZ");
-    const auto begin = strtab->begin() + static_cast<std::ptrdiff_t>(index);
-    const auto end = std::find(begin, strtab->end(), '\0');
-    if (end == strtab->end()) return file.malformed("unterminated string in the string table");
+    if (index >= strtab.size()) return file.malformed("string index past DT_STRSZ");
+    const auto begin = strtab.begin() + static_cast<std::ptrdiff_t>(index);
+    const auto end = std::find(begin, strtab.end(), '\0');
+    if (end == strtab.end()) return file.malformed("unterminated string in the string table");
     return std::string(begin, end);
   };
 
   ElfDynamicInfo info;
   for (const auto index : tags.needed) {
-    auto name = string_at(index);
-    KH_TRY(name);
-    info.needed.push_back(std::move(*name));
+    KH_TRY_ASSIGN(auto name, string_at(index));
+    info.needed.push_back(std::move(name));
   }
   if (tags.soname) {
-    auto name = string_at(*tags.soname);
-    KH_TRY(name);
-    info.soname = std::move(*name);
+    KH_TRY_ASSIGN(info.soname, string_at(*tags.soname));
   }
 
   if (!tags.symtab) return info;  // no symbols at all
   if (tags.syment && *tags.syment != sizeof(Elf64_Sym))
     return file.malformed("unexpected DT_SYMENT");
-  auto count = symbol_count(file, loads, tags);
-  KH_TRY(count);
-  if (*count > UINT64_MAX / sizeof(Elf64_Sym)) return file.malformed("symbol count overflows");
-  const auto symtab_at = file_offset(loads, *tags.symtab, *count * sizeof(Elf64_Sym));
+  KH_TRY_ASSIGN(const auto count, symbol_count(file, loads, tags));
+  if (count > UINT64_MAX / sizeof(Elf64_Sym)) return file.malformed("symbol count overflows");
+  const auto symtab_at = file_offset(loads, *tags.symtab, count * sizeof(Elf64_Sym));
   if (!symtab_at) return file.malformed("the dynamic symbol table is not mapped by a PT_LOAD");
-  auto symbols = file.read_array<Elf64_Sym>(*symtab_at, *count, "dynamic symbol table");
-  KH_TRY(symbols);
-  for (std::size_t i = 1; i < symbols->size(); ++i) {
-    const auto& sym = (*symbols)[i];
+  KH_TRY_ASSIGN(auto symbols,
+                file.read_array<Elf64_Sym>(*symtab_at, count, "dynamic symbol table"));
+  for (std::size_t i = 1; i < symbols.size(); ++i) {
+    const auto& sym = symbols[i];
     if (sym.st_shndx != SHN_UNDEF || sym.st_name == 0) continue;
-    auto name = string_at(sym.st_name);
-    KH_TRY(name);
-    info.undefined.push_back({std::move(*name), ELF64_ST_BIND(sym.st_info) == STB_WEAK});
+    KH_TRY_ASSIGN(auto name, string_at(sym.st_name));
+    info.undefined.push_back({std::move(name), ELF64_ST_BIND(sym.st_info) == STB_WEAK});
   }
   return info;
 }

@@ -77,56 +77,48 @@ struct VerifiedKernel {
 Result<VerifiedKernel> verify(const KernelSource& source) {
   KH_TRY(check_variant_compatible(source.variant, current_runtime()));
   for (const auto& file : source.files) KH_TRY(detail::verify_file(file, source.repo));
-  auto metadata = read_metadata(source);
-  KH_TRY(metadata);
+  KH_TRY_ASSIGN(auto metadata, read_metadata(source));
 
   VerifiedKernel kernel;
   for (const auto& file : source.files) {
     if (!is_shared_object(file.path)) continue;
-    auto info = read_elf_dynamic(file.fd.get(), source.repo + ": " + file.path);
-    KH_TRY(info);
-    kernel.objects.push_back({file.path, std::move(*info)});
+    KH_TRY_ASSIGN(auto info, read_elf_dynamic(file.fd.get(), source.repo + ": " + file.path));
+    kernel.objects.push_back({file.path, std::move(info)});
   }
   if (kernel.objects.empty()) {
     return fail(ErrorCode::incompatible_kernel,
                 source.repo + " (" + source.variant +
                     ") has no compiled extension (.so) to load; a Python-only kernel needs Python");
   }
-  auto needs_shim = detail::check_python_symbols(kernel.objects, source.repo);
-  KH_TRY(needs_shim);
-  kernel.needs_shim = *needs_shim;
-  auto order = plan_load_order(kernel.objects);
-  KH_TRY(order);
-  kernel.order = std::move(*order);
+  KH_TRY_ASSIGN(kernel.needs_shim, detail::check_python_symbols(kernel.objects, source.repo));
+  KH_TRY_ASSIGN(kernel.order, plan_load_order(kernel.objects));
   // The last object loaded is one nothing else in the variant needs: the extension itself.
-  kernel.ops_namespace = metadata->id.value_or(so_stem(kernel.objects[kernel.order.back()].path));
+  kernel.ops_namespace = metadata.id.value_or(so_stem(kernel.objects[kernel.order.back()].path));
   return kernel;
 }
 
 }  // namespace
 
 Result<std::shared_ptr<const LoadedKernel>> load_kernel(KernelSource source) {
-  auto verified = verify(source);
-  KH_TRY(verified);
+  KH_TRY_ASSIGN(auto verified, verify(source));
 
   auto& reg = registry();
   const std::lock_guard lock(reg.mutex);
-  if (const auto it = reg.by_namespace.find(verified->ops_namespace);
-      it != reg.by_namespace.end()) {
+  if (const auto it = reg.by_namespace.find(verified.ops_namespace); it != reg.by_namespace.end()) {
     return it->second;
   }
   auto kernel = std::make_shared<LoadedKernel>();
-  kernel->ops_namespace = verified->ops_namespace;
+  kernel->ops_namespace = verified.ops_namespace;
   kernel->repo = source.repo;
   kernel->variant = source.variant;
-  for (const auto index : verified->order) {
-    kernel->shared_objects.push_back(verified->objects[index].path);
+  for (const auto index : verified.order) {
+    kernel->shared_objects.push_back(verified.objects[index].path);
   }
   // Registered by someone else (Python's import): a second TORCH_LIBRARY for the namespace
   // would abort the process, and the ops are usable as they are.
   kernel->loaded_here = detail::registered_ops(kernel->ops_namespace).empty();
   if (kernel->loaded_here) {
-    if (verified->needs_shim) KH_TRY(ensure_python_shim());
+    if (verified.needs_shim) KH_TRY(ensure_python_shim());
     for (const auto& path : kernel->shared_objects) {
       auto file = std::find_if(source.files.begin(), source.files.end(),
                                [&](const KernelFile& f) { return f.path == path; });

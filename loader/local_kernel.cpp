@@ -61,9 +61,8 @@ Result<std::vector<DirEntry>> list_dir(int dir_fd, const std::string& what) {
 // (it could point anywhere), __pycache__ and *.pyc are skipped as the digest skips them.
 Result<void> collect_files(int dir_fd, const std::string& prefix, int depth,
                            std::vector<std::string>& out) {
-  auto entries = list_dir(dir_fd, prefix.empty() ? "the variant folder" : prefix);
-  KH_TRY(entries);
-  for (const auto& entry : *entries) {
+  KH_TRY_ASSIGN(auto entries, list_dir(dir_fd, prefix.empty() ? "the variant folder" : prefix));
+  for (const auto& entry : entries) {
     const std::string path = prefix + entry.name;
     if (trust::excluded_from_digest(path) && entry.name != "metadata.json") continue;
     if (entry.type == DT_LNK) {
@@ -73,9 +72,8 @@ Result<void> collect_files(int dir_fd, const std::string& prefix, int depth,
     if (entry.type == DT_DIR) {
       if (depth == kMaxDepth)
         return fail(ErrorCode::unsafe_path, "kernel folder is nested too deeply");
-      auto sub = open_beneath(dir_fd, entry.name, O_RDONLY | O_DIRECTORY);
-      KH_TRY(sub);
-      KH_TRY(collect_files(sub->get(), path + "/", depth + 1, out));
+      KH_TRY_ASSIGN(auto sub, open_beneath(dir_fd, entry.name, O_RDONLY | O_DIRECTORY));
+      KH_TRY(collect_files(sub.get(), path + "/", depth + 1, out));
     } else {
       if (out.size() == kMaxFiles)
         return fail(ErrorCode::too_large, "kernel folder has too many files");
@@ -107,10 +105,9 @@ variant::Platform platform_of(const Runtime& runtime) {
 // The variant under build/ this runtime prefers: kernels' ranking, then the loader's own
 // check (which also accepts cpu builds on a CUDA machine and refuses Python-only ones).
 Result<std::string> pick_variant(int build_fd, const Runtime& runtime) {
-  auto entries = list_dir(build_fd, "build/");
-  KH_TRY(entries);
+  KH_TRY_ASSIGN(auto entries, list_dir(build_fd, "build/"));
   std::vector<std::string> names;
-  for (const auto& entry : *entries) {
+  for (const auto& entry : entries) {
     if (entry.type == DT_DIR) names.push_back(entry.name);
   }
   std::string reasons;
@@ -134,9 +131,8 @@ Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::st
   if (!root)
     return fail(ErrorCode::io, "cannot open " + dir.string() + ": " + std::strerror(errno));
 
-  auto top = list_dir(root.get(), dir.string());
-  KH_TRY(top);
-  const bool is_variant = has_entry(*top, [](const DirEntry& e) {
+  KH_TRY_ASSIGN(auto top, list_dir(root.get(), dir.string()));
+  const bool is_variant = has_entry(top, [](const DirEntry& e) {
     return e.name == "metadata.json" || (e.type == DT_REG && e.name.ends_with(".so"));
   });
   UniqueFd variant_fd;
@@ -153,30 +149,22 @@ Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::st
                       " is neither a kernel variant folder (metadata.json or a .so) "
                       "nor a kernel with build/<variant>/ folders");
     }
-    auto variant = pick_variant(build->get(), runtime);
-    KH_TRY(variant);
-    source.variant = *variant;
-    auto opened = open_beneath(build->get(), source.variant, O_RDONLY | O_DIRECTORY);
-    KH_TRY(opened);
-    variant_fd = std::move(*opened);
+    KH_TRY_ASSIGN(source.variant, pick_variant(build->get(), runtime));
+    KH_TRY_ASSIGN(variant_fd, open_beneath(build->get(), source.variant, O_RDONLY | O_DIRECTORY));
   }
 
   std::vector<std::string> paths;
   KH_TRY(collect_files(variant_fd.get(), "", 0, paths));
   std::optional<std::map<std::string, std::string>> expected;
   for (const auto& path : paths) {
-    auto fd = open_beneath(variant_fd.get(), path);
-    KH_TRY(fd);
+    KH_TRY_ASSIGN(auto fd, open_beneath(variant_fd.get(), path));
     if (path == "metadata.json") {
-      auto metadata = detail::read_metadata_fd(fd->get(), "metadata.json");
-      KH_TRY(metadata);
-      if (metadata->has_digest()) {
-        auto digests = trust::digest_sha256_hex(*metadata);
-        KH_TRY(digests);
-        expected = std::move(*digests);
+      KH_TRY_ASSIGN(auto metadata, detail::read_metadata_fd(fd.get(), "metadata.json"));
+      if (metadata.has_digest()) {
+        KH_TRY_ASSIGN(expected, trust::digest_sha256_hex(metadata));
       }
     }
-    source.files.push_back(KernelFile{path, {}, std::move(*fd)});
+    source.files.push_back(KernelFile{path, {}, std::move(fd)});
   }
 
   // Expected digests: metadata.json's when it has them (every covered file must be listed,
@@ -192,9 +180,7 @@ Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::st
       expected->erase(it);
       continue;
     }
-    auto actual = trust::sha256_fd_hex(file.fd.get());
-    KH_TRY(actual);
-    file.sha256 = std::move(*actual);
+    KH_TRY_ASSIGN(file.sha256, trust::sha256_fd_hex(file.fd.get()));
   }
   if (expected && !expected->empty()) {
     return fail(ErrorCode::entry_not_found, source.repo + ": " + expected->begin()->first +

@@ -9,9 +9,8 @@
 namespace kernelhub::loader::detail {
 
 Result<trust::KernelMetadata> read_metadata_fd(int fd, std::string_view what) {
-  auto text = read_small_fd(fd, trust::kMaxMetadataBytes, what);
-  KH_TRY(text);
-  auto metadata = trust::parse_kernel_metadata(*text);
+  KH_TRY_ASSIGN(auto text, read_small_fd(fd, trust::kMaxMetadataBytes, what));
+  auto metadata = trust::parse_kernel_metadata(text);
   KH_TRY(metadata);
   KH_TRY(trust::digest_sha256_hex(*metadata));
   return metadata;

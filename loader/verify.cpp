@@ -41,10 +41,9 @@ Result<void> verify_file(const KernelFile& file, std::string_view repo) {
                                               ((st.st_mode & S_IWOTH) ? "others" : "its group") +
                                               " (mode " + mode + "); refusing to load it");
   }
-  auto actual = trust::sha256_fd_hex(file.fd.get());
-  KH_TRY(actual);
-  if (*actual != file.sha256) {
-    return fail(ErrorCode::hash_mismatch, what + " has sha256 " + *actual + ", expected " +
+  KH_TRY_ASSIGN(auto actual, trust::sha256_fd_hex(file.fd.get()));
+  if (actual != file.sha256) {
+    return fail(ErrorCode::hash_mismatch, what + " has sha256 " + actual + ", expected " +
                                               file.sha256 + "; refusing to load it");
   }
   return ok();

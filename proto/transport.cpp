@@ -43,13 +43,12 @@ Result<void> send_frame(int socket_fd, const nlohmann::json& message, std::span<
   if (fds.size() > kMaxFdsPerFrame)
     return fail(ErrorCode::invalid_argument,
                 "at most " + std::to_string(kMaxFdsPerFrame) + " fds per frame");
-  auto frame = encode_frame(message, max_frame);
-  if (!frame) return fail(std::move(frame).error());
+  KH_TRY_ASSIGN(auto frame, encode_frame(message, max_frame));
 
   std::vector<char> control(fds.empty() ? 0 : CMSG_SPACE(sizeof(int) * fds.size()));
   std::size_t sent = 0;
-  while (sent < frame->size()) {
-    iovec iov{frame->data() + sent, frame->size() - sent};
+  while (sent < frame.size()) {
+    iovec iov{frame.data() + sent, frame.size() - sent};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -96,9 +95,8 @@ Result<bool> FrameReader::fill(std::optional<Clock::time_point> deadline) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        auto ready = wait_for(fd_, POLLIN, remaining_ms(deadline));
-        if (!ready) return fail(std::move(ready).error());
-        if (!*ready) return false;
+        KH_TRY_ASSIGN(const bool ready, wait_for(fd_, POLLIN, remaining_ms(deadline)));
+        if (!ready) return false;
         continue;
       }
       return socket_error("recvmsg", errno);
@@ -156,9 +154,8 @@ Result<std::optional<ReceivedFrame>> FrameReader::read(
         return fail(ErrorCode::truncated_frame, "connection closed inside a frame");
       return std::optional<ReceivedFrame>{};
     }
-    auto filled = fill(deadline);
-    if (!filled) return fail(std::move(filled).error());
-    if (!*filled)
+    KH_TRY_ASSIGN(const bool filled, fill(deadline));
+    if (!filled)
       return fail(ErrorCode::timeout,
                   "no complete frame within " + std::to_string(timeout->count()) + " ms");
   }

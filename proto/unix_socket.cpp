@@ -34,11 +34,10 @@ Result<UniqueFd> new_socket() {
 }  // namespace
 
 Result<UniqueFd> connect_unix(const std::filesystem::path& path) {
-  auto addr = address_of(path);
-  if (!addr) return fail(std::move(addr).error());
+  KH_TRY_ASSIGN(const auto addr, address_of(path));
   auto fd = new_socket();
   if (!fd) return fd;
-  if (::connect(fd->get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) == 0) return fd;
+  if (::connect(fd->get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return fd;
   int err = errno;
   if (err == EINTR) {  // the connect goes on in the background; wait for its outcome
     pollfd p{fd->get(), POLLOUT, 0};
@@ -54,8 +53,7 @@ Result<UniqueFd> connect_unix(const std::filesystem::path& path) {
 }
 
 Result<UniqueFd> listen_unix(const std::filesystem::path& path, int backlog) {
-  auto addr = address_of(path);
-  if (!addr) return fail(std::move(addr).error());
+  KH_TRY_ASSIGN(const auto addr, address_of(path));
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode))
@@ -69,7 +67,7 @@ Result<UniqueFd> listen_unix(const std::filesystem::path& path, int backlog) {
   }
   auto fd = new_socket();
   if (!fd) return fd;
-  if (::bind(fd->get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof *addr) != 0)
+  if (::bind(fd->get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
     return fail(ErrorCode::io, "bind " + path.string() + ": " + std::strerror(errno));
   if (::listen(fd->get(), backlog) != 0)
     return fail(ErrorCode::io, "listen " + path.string() + ": " + std::strerror(errno));

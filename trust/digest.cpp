@@ -120,9 +120,8 @@ Result<std::vector<unsigned char>> from_base64(std::string_view text) {
 }
 
 Result<std::string> base64_to_hex(std::string_view text) {
-  auto bytes = from_base64(text);
-  KH_TRY(bytes);
-  return util::to_hex(*bytes);
+  KH_TRY_ASSIGN(auto bytes, from_base64(text));
+  return util::to_hex(bytes);
 }
 
 bool is_lower_hex(std::string_view text, std::size_t length) noexcept {
@@ -168,38 +167,31 @@ Result<std::uint64_t> read_all(int fd, const std::string& what, Sink&& sink) {
 
 Result<std::string> sha256_fd_hex(int fd) {
   Sha256 h;
-  auto n = read_all(fd, "fd " + std::to_string(fd),
-                    [&](const char* d, std::size_t s) { h.update(d, s); });
-  KH_TRY(n);
+  KH_TRY(read_all(fd, "fd " + std::to_string(fd),
+                  [&](const char* d, std::size_t s) { h.update(d, s); }));
   return h.final_hex();
 }
 
 Result<std::string> sha256_file_hex(const std::filesystem::path& path) {
   // A regular file only: hashing a FIFO would wait for a writer, /dev/zero would never end.
-  auto fd = util::open_regular_file(path);
-  KH_TRY(fd);
-  const UniqueFd& guard = *fd;
+  KH_TRY_ASSIGN(const UniqueFd guard, util::open_regular_file(path));
   Sha256 h;
-  auto n =
-      read_all(guard.get(), path.string(), [&](const char* d, std::size_t s) { h.update(d, s); });
-  KH_TRY(n);
+  KH_TRY(
+      read_all(guard.get(), path.string(), [&](const char* d, std::size_t s) { h.update(d, s); }));
   return h.final_hex();
 }
 
 Result<std::string> git_blob_sha1_file_hex(const std::filesystem::path& path) {
   // A regular file only: hashing a FIFO would wait for a writer, /dev/zero would never end.
-  auto fd = util::open_regular_file(path);
-  KH_TRY(fd);
-  const UniqueFd& guard = *fd;
+  KH_TRY_ASSIGN(const UniqueFd guard, util::open_regular_file(path));
   struct stat st {};
   if (::fstat(guard.get(), &st) != 0) {
     return fail(ErrorCode::io, "cannot stat " + path.string() + ": " + std::strerror(errno));
   }
   GitBlobSha1 h(static_cast<std::uint64_t>(st.st_size));
-  auto n =
-      read_all(guard.get(), path.string(), [&](const char* d, std::size_t s) { h.update(d, s); });
-  KH_TRY(n);
-  if (*n != static_cast<std::uint64_t>(st.st_size)) {
+  KH_TRY_ASSIGN(const auto n, read_all(guard.get(), path.string(),
+                                       [&](const char* d, std::size_t s) { h.update(d, s); }));
+  if (n != static_cast<std::uint64_t>(st.st_size)) {
     return fail(ErrorCode::io, path.string() + " changed size while being hashed");
   }
   return h.final_hex();

@@ -59,14 +59,13 @@ Result<LockEntry> parse_kernels_entry(const json& node, const std::string& where
   if (dependency == node.end() || lock == node.end()) {
     return malformed(where, "needs both 'dependency' and 'lock'");
   }
-  auto parsed = parse_kernel_dependency(*dependency, where, ErrorCode::malformed_lockfile);
-  KH_TRY(parsed);
+  KH_TRY_ASSIGN(auto parsed,
+                parse_kernel_dependency(*dependency, where, ErrorCode::malformed_lockfile));
   KH_TRY(only_members(*lock, {"commit"}, where + " lock"));
   const auto commit = lock->find("commit");
   if (commit == lock->end()) return malformed(where, "'lock' needs a 'commit'");
-  auto id = commit_id(*commit, where);
-  KH_TRY(id);
-  return LockEntry{parsed->repo, std::move(*parsed), std::move(*id), {}};
+  KH_TRY_ASSIGN(auto id, commit_id(*commit, where));
+  return LockEntry{parsed.repo, std::move(parsed), std::move(id), {}};
 }
 
 Result<LockEntry> parse_legacy_entry(const json& node, const std::string& where) {
@@ -80,10 +79,9 @@ Result<LockEntry> parse_legacy_entry(const json& node, const std::string& where)
   if (!repo_it->is_string()) return malformed(where, "'repo_id' must be a string");
   auto repo = RepoId::parse(repo_it->get_ref<const std::string&>());
   if (!repo) return malformed(where, repo.error().message);
-  auto id = commit_id(*sha, where);
-  KH_TRY(id);
+  KH_TRY_ASSIGN(auto id, commit_id(*sha, where));
   if (!variants->is_object()) return malformed(where, "'variants' must be an object");
-  LockEntry entry{*repo, std::nullopt, std::move(*id), {}};
+  LockEntry entry{*repo, std::nullopt, std::move(id), {}};
   for (const auto& [variant, value] : variants->items()) {
     const std::string at = where + " variant '" + trust::sanitize_for_message(variant) + "'";
     if (auto safe = validate_repo_path(variant); !safe || variant.find('/') != std::string::npos) {
@@ -152,17 +150,17 @@ Result<Lockfile> parse_lockfile(std::string_view text) {
   }
   for (std::size_t i = 0; i < doc->size(); ++i) {
     const std::string where = entry_name(i);
-    auto entry = lock.format == LockFormat::legacy ? parse_legacy_entry((*doc)[i], where)
-                                                   : parse_kernels_entry((*doc)[i], where);
-    KH_TRY(entry);
+    KH_TRY_ASSIGN(auto entry, lock.format == LockFormat::legacy
+                                  ? parse_legacy_entry((*doc)[i], where)
+                                  : parse_kernels_entry((*doc)[i], where));
     for (const auto& seen : lock.entries) {
-      if (same_lock_key(seen, *entry)) {
-        return malformed(
-            where, "duplicate dependency " +
-                       (entry->dependency ? entry->dependency->describe() : entry->repo.str()));
+      if (same_lock_key(seen, entry)) {
+        return malformed(where,
+                         "duplicate dependency " +
+                             (entry.dependency ? entry.dependency->describe() : entry.repo.str()));
       }
     }
-    lock.entries.push_back(std::move(*entry));
+    lock.entries.push_back(std::move(entry));
   }
   return lock;
 }

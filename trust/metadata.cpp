@@ -58,8 +58,7 @@ Result<void> parse_digest(const json& digest, KernelMetadata& out) {
   if (files == digest.end() || files->is_null()) return ok();
   if (!files->is_object()) return malformed("'digest.files' must be an object");
   for (const auto& [path, value] : files->items()) {
-    auto safe = validate_repo_path(path);
-    KH_TRY(safe);
+    KH_TRY(validate_repo_path(path));
     if (!value.is_string()) {
       return malformed("digest of '" + trust::sanitize_for_message(path) + "' must be a string");
     }
@@ -86,13 +85,9 @@ Result<KernelMetadata> parse_kernel_metadata(std::string_view text) {
   if (!doc.is_object()) return malformed("top level must be an object");
 
   KernelMetadata out;
-  auto id = optional_string(doc, "id");
-  KH_TRY(id);
-  out.id = std::move(*id);
+  KH_TRY_ASSIGN(out.id, optional_string(doc, "id"));
   out.name = lenient_string(doc, "name");
-  auto version = version_text(doc);
-  KH_TRY(version);
-  out.version = std::move(*version);
+  KH_TRY_ASSIGN(out.version, version_text(doc));
   if (const auto it = doc.find("backend"); it != doc.end() && it->is_object()) {
     out.backend_type = lenient_string(*it, "type");
   }
@@ -102,11 +97,11 @@ Result<KernelMetadata> parse_kernel_metadata(std::string_view text) {
   if (const auto it = doc.find("kernel-depends"); it != doc.end() && !it->is_null()) {
     if (!it->is_array()) return malformed("'kernel-depends' must be an array");
     for (std::size_t i = 0; i < it->size(); ++i) {
-      auto dependency = parse_kernel_dependency(
-          (*it)[i], "metadata.json: kernel-depends[" + std::to_string(i) + "]",
-          ErrorCode::malformed_response);
-      KH_TRY(dependency);
-      out.kernel_depends.push_back(std::move(*dependency));
+      KH_TRY_ASSIGN(auto dependency,
+                    parse_kernel_dependency(
+                        (*it)[i], "metadata.json: kernel-depends[" + std::to_string(i) + "]",
+                        ErrorCode::malformed_response));
+      out.kernel_depends.push_back(std::move(dependency));
     }
   }
   return out;
@@ -149,10 +144,9 @@ Result<std::map<std::string, std::string>> digest_sha256_hex(const KernelMetadat
 
 Result<void> verify_variant_digests(const KernelMetadata& metadata,
                                     const std::map<std::string, std::string>& actual) {
-  auto expected = digest_sha256_hex(metadata);
-  KH_TRY(expected);
+  KH_TRY_ASSIGN(const auto expected, digest_sha256_hex(metadata));
   if (!metadata.has_digest()) return ok();
-  for (const auto& [path, expected_hex] : *expected) {
+  for (const auto& [path, expected_hex] : expected) {
     const auto it = actual.find(path);
     if (it == actual.end()) {
       return fail(ErrorCode::entry_not_found, "'" + trust::sanitize_for_message(path) +
@@ -165,7 +159,7 @@ Result<void> verify_variant_digests(const KernelMetadata& metadata,
     }
   }
   for (const auto& [path, digest] : actual) {
-    if (excluded_from_digest(path) || expected->contains(path)) continue;
+    if (excluded_from_digest(path) || expected.contains(path)) continue;
     return fail(ErrorCode::hash_mismatch,
                 "'" + trust::sanitize_for_message(path) + "' is not listed in metadata.json");
   }

@@ -181,16 +181,15 @@ Result<void> parse_daemon_table(const toml::table& table, const std::string& sou
                       "idle_timeout_s, frame_timeout_s, max_downloads)");
     }
     const bool user = k.ends_with("_users");
-    auto ids = id_set(value, source, k, user);
-    KH_TRY(ids);
+    KH_TRY_ASSIGN(auto ids, id_set(value, source, k, user));
     if (k == "allow_users") {
-      policy.allow_users = std::set<uid_t>(ids->begin(), ids->end());
+      policy.allow_users = std::set<uid_t>(ids.begin(), ids.end());
     } else if (k == "allow_groups") {
-      policy.allow_groups = std::set<gid_t>(ids->begin(), ids->end());
+      policy.allow_groups = std::set<gid_t>(ids.begin(), ids.end());
     } else if (k == "import_users") {
-      policy.import_users = std::set<uid_t>(ids->begin(), ids->end());
+      policy.import_users = std::set<uid_t>(ids.begin(), ids.end());
     } else {
-      policy.import_groups = std::set<gid_t>(ids->begin(), ids->end());
+      policy.import_groups = std::set<gid_t>(ids.begin(), ids.end());
     }
   }
   return ok();
@@ -257,25 +256,15 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
     for (const auto& [name, value] : *trust) {
       const std::string_view k = name.str();
       if (k == "publishers") {
-        auto set = string_set(value, source, k);
-        KH_TRY(set);
-        policy.trusted_publishers = std::move(*set);
+        KH_TRY_ASSIGN(policy.trusted_publishers, string_set(value, source, k));
       } else if (k == "opt_in") {
-        auto set = string_set(value, source, k);
-        KH_TRY(set);
-        policy.opt_in_publishers = std::move(*set);
+        KH_TRY_ASSIGN(policy.opt_in_publishers, string_set(value, source, k));
       } else if (k == "allow_any_opt_in") {
-        auto b = boolean(value, source, k);
-        KH_TRY(b);
-        policy.allow_any_opt_in = *b;
+        KH_TRY_ASSIGN(policy.allow_any_opt_in, boolean(value, source, k));
       } else if (k == "disable_remote_code") {
-        auto b = boolean(value, source, k);
-        KH_TRY(b);
-        policy.disable_remote_code = *b;
+        KH_TRY_ASSIGN(policy.disable_remote_code, boolean(value, source, k));
       } else if (k == "allow_version_rollback") {
-        auto b = boolean(value, source, k);
-        KH_TRY(b);
-        policy.allow_version_rollback = *b;
+        KH_TRY_ASSIGN(policy.allow_version_rollback, boolean(value, source, k));
       } else {
         return fail(ErrorCode::policy,
                     source + ": unknown key '" + std::string(k) +

@@ -62,25 +62,22 @@ Result<std::optional<std::vector<KernelDependency>>> parse_table(std::string_vie
 
 Result<std::vector<KernelDependency>> parse_project_dependencies(std::string_view toml_text,
                                                                  const std::string& source) {
-  auto deps = parse_table(toml_text, source);
-  KH_TRY(deps);
-  if (!*deps) {
+  KH_TRY_ASSIGN(auto deps, parse_table(toml_text, source));
+  if (!deps) {
     return invalid(source, "no [tool.kernels.dependencies] table with \"org/name\" = <version>");
   }
-  return std::move(**deps);
+  return std::move(*deps);
 }
 
 Result<std::vector<KernelDependency>> read_project_dependencies(
     const std::filesystem::path& project_dir) {
   for (const auto name : {kPyprojectFile, kKernelhubManifestFile}) {
     const auto path = project_dir / name;
-    auto text = read_manifest_file(path);
-    KH_TRY(text);
-    if (!*text) continue;
+    KH_TRY_ASSIGN(auto text, read_manifest_file(path));
+    if (!text) continue;
     // A pyproject.toml without the table is an ordinary Python project: try the next file.
-    auto deps = parse_table(**text, path.string());
-    KH_TRY(deps);
-    if (*deps) return std::move(**deps);
+    KH_TRY_ASSIGN(auto deps, parse_table(*text, path.string()));
+    if (deps) return std::move(*deps);
   }
   return fail(ErrorCode::invalid_argument, "neither " + (project_dir / kPyprojectFile).string() +
                                                " nor " +

@@ -32,9 +32,8 @@ Result<std::vector<std::string>> string_list(const toml::node& node, const std::
   if (array == nullptr) return bad(where, "must be an array of strings");
   std::vector<std::string> out;
   for (const auto& item : *array) {
-    auto value = string_value(item, where);
-    KH_TRY(value);
-    out.push_back(std::move(*value));
+    KH_TRY_ASSIGN(auto value, string_value(item, where));
+    out.push_back(std::move(value));
   }
   return out;
 }
@@ -48,21 +47,13 @@ Result<IdentityPolicy> parse_publisher(const toml::table& table, const std::stri
     at += '.';
     at += key;
     if (key == "issuer") {
-      auto issuer = string_value(value, at);
-      KH_TRY(issuer);
-      identity.issuer = std::move(*issuer);
+      KH_TRY_ASSIGN(identity.issuer, string_value(value, at));
     } else if (key == "source_repository") {
-      auto repository = string_value(value, at);
-      KH_TRY(repository);
-      identity.source_repository = std::move(*repository);
+      KH_TRY_ASSIGN(identity.source_repository, string_value(value, at));
     } else if (key == "build_signers") {
-      auto signers = string_list(value, at);
-      KH_TRY(signers);
-      identity.build_signer_uris = std::move(*signers);
+      KH_TRY_ASSIGN(identity.build_signer_uris, string_list(value, at));
     } else if (key == "identities") {
-      auto sans = string_list(value, at);
-      KH_TRY(sans);
-      identity.sans = std::move(*sans);
+      KH_TRY_ASSIGN(identity.sans, string_list(value, at));
     } else {
       return bad(where, "has an unknown key '" + key +
                             "' (allowed: issuer, source_repository, build_signers, identities)");
@@ -78,13 +69,12 @@ Result<IdentityPolicy> parse_publisher(const toml::table& table, const std::stri
 }
 
 Result<SignatureMode> parse_mode(const toml::node& node, const std::string& where) {
-  auto text = string_value(node, where);
-  KH_TRY(text);
+  KH_TRY_ASSIGN(const auto text, string_value(node, where));
   for (const SignatureMode mode :
        {SignatureMode::off, SignatureMode::warn, SignatureMode::enforce}) {
-    if (*text == to_string(mode)) return mode;
+    if (text == to_string(mode)) return mode;
   }
-  return bad(where, R"(must be "off", "warn" or "enforce", not ")" + *text + "\"");
+  return bad(where, R"(must be "off", "warn" or "enforce", not ")" + text + "\"");
 }
 
 }  // namespace
@@ -120,13 +110,9 @@ Result<void> parse_signatures_table(const toml::table& table, const std::string&
   for (const auto& [name, value] : table) {
     const std::string key(name.str());
     if (key == "mode") {
-      auto mode = parse_mode(value, where + " mode");
-      KH_TRY(mode);
-      settings.mode = *mode;
+      KH_TRY_ASSIGN(settings.mode, parse_mode(value, where + " mode"));
     } else if (key == "trusted_root") {
-      auto root = string_value(value, where + " trusted_root");
-      KH_TRY(root);
-      settings.trusted_root = std::move(*root);
+      KH_TRY_ASSIGN(settings.trusted_root, string_value(value, where + " trusted_root"));
     } else if (key == "publishers") {
       const auto* publishers = value.as_table();
       if (publishers == nullptr) return bad(where + " publishers", "must be a table of orgs");
@@ -134,9 +120,8 @@ Result<void> parse_signatures_table(const toml::table& table, const std::string&
         const std::string at = source + ": [signatures.publishers." + std::string(org.str()) + "]";
         const auto* table_of_org = entry.as_table();
         if (table_of_org == nullptr) return bad(at, "must be a table");
-        auto identity = parse_publisher(*table_of_org, at);
-        KH_TRY(identity);
-        settings.publishers[std::string(org.str())] = std::move(*identity);
+        KH_TRY_ASSIGN(auto identity, parse_publisher(*table_of_org, at));
+        settings.publishers[std::string(org.str())] = std::move(identity);
       }
     } else {
       return bad(where,

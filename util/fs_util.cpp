@@ -120,10 +120,10 @@ Result<void> TempFile::commit(const std::filesystem::path& dest, std::optional<u
 
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
                                unsigned mode, Durability durability) {
-  auto temp = TempFile::create(path.parent_path(), path.filename().string() + ".", mode);
-  KH_TRY(temp);
-  KH_TRY(temp->write_all(content.data(), content.size()));
-  return temp->commit(path, std::nullopt, durability);
+  KH_TRY_ASSIGN(auto temp,
+                TempFile::create(path.parent_path(), path.filename().string() + ".", mode));
+  KH_TRY(temp.write_all(content.data(), content.size()));
+  return temp.commit(path, std::nullopt, durability);
 }
 
 }  // namespace kernelhub::util

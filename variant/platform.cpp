@@ -114,9 +114,8 @@ Result<TorchInfo> detect_torch(const util::Environment& env, const PlatformOverr
     if (fs::is_regular_file(venv / "pyvenv.cfg", ec)) {
       if (const auto file = find_torch_version_file(venv)) return read_torch_version_file(*file);
     }
-    auto file = probe_torch_version_file(*python, env);
-    KH_TRY(file);
-    if (*file) return read_torch_version_file(**file);
+    KH_TRY_ASSIGN(auto file, probe_torch_version_file(*python, env));
+    if (file) return read_torch_version_file(*file);
   }
   return fail(ErrorCode::invalid_argument,
               "no torch found (" +

@@ -82,9 +82,7 @@ Result<BundledFile> parse_file(const json& node, const std::string& where,
     return bad(where, "'etag' must be 40 or 64 lowercase hex digits");
   }
   file.etag = etag.get<std::string>();
-  auto sha = hex_member(node, "sha256", 64, where);
-  KH_TRY(sha);
-  file.sha256 = std::move(*sha);
+  KH_TRY_ASSIGN(file.sha256, hex_member(node, "sha256", 64, where));
   if (file.etag.size() == 64 && file.etag != file.sha256) {
     return bad(where, "an LFS etag is the content's sha256");
   }
@@ -100,20 +98,16 @@ Result<BundledRepo> parse_repo(const json& node, const std::string& where, std::
   if (!repo) return bad(where, repo.error().message);
   BundledRepo out{*repo, {}, {}, {}, {}};
   const std::string at = where + " (" + repo->str() + ")";
-  auto commit = hex_member(node, "commit", 40, at);
-  KH_TRY(commit);
-  out.commit = std::move(*commit);
-  auto refs = names(node, "refs", at);
-  KH_TRY(refs);
-  if (refs->size() > limits.max_refs) {
+  KH_TRY_ASSIGN(out.commit, hex_member(node, "commit", 40, at));
+  KH_TRY_ASSIGN(auto refs, names(node, "refs", at));
+  if (refs.size() > limits.max_refs) {
     return fail(ErrorCode::too_large, "bundle manifest: " + at + " claims more than " +
                                           std::to_string(limits.max_refs) + " refs");
   }
-  out.refs = std::move(*refs);
-  auto variants = names(node, "variants", at);
-  KH_TRY(variants);
-  if (variants->empty()) return bad(at, "no variants");
-  out.variants = std::move(*variants);
+  out.refs = std::move(refs);
+  KH_TRY_ASSIGN(auto variants, names(node, "variants", at));
+  if (variants.empty()) return bad(at, "no variants");
+  out.variants = std::move(variants);
   const auto& files = node.at("files");
   if (!files.is_array()) return bad(at, "'files' must be an array");
   std::set<std::string> paths;
@@ -122,10 +116,10 @@ Result<BundledRepo> parse_repo(const json& node, const std::string& where, std::
       return fail(ErrorCode::too_large,
                   "bundle manifest: more than " + std::to_string(limits.max_files) + " files");
     }
-    auto file = parse_file(files[i], at + " file " + std::to_string(i + 1), out.variants);
-    KH_TRY(file);
-    if (!paths.insert(file->path).second) return bad(at, file->path + " is listed twice");
-    out.files.push_back(std::move(*file));
+    KH_TRY_ASSIGN(auto file,
+                  parse_file(files[i], at + " file " + std::to_string(i + 1), out.variants));
+    if (!paths.insert(file.path).second) return bad(at, file.path + " is listed twice");
+    out.files.push_back(std::move(file));
   }
   // A snapshot is a tree: a path that is also a folder of another could never be linked, and
   // the import must fail here, before a blob is written, not half-way through its publish.
@@ -196,12 +190,12 @@ Result<BundleManifest> parse_manifest(std::string_view text, const BundleLimits&
   std::size_t file_count = 0;
   std::set<std::string> seen;
   for (std::size_t i = 0; i < repos.size(); ++i) {
-    auto repo = parse_repo(repos[i], "repo " + std::to_string(i + 1), file_count, limits);
-    KH_TRY(repo);
-    if (!seen.insert(repo->repo.str()).second) {
-      return bad("repo " + std::to_string(i + 1), repo->repo.str() + " is listed twice");
+    KH_TRY_ASSIGN(auto repo,
+                  parse_repo(repos[i], "repo " + std::to_string(i + 1), file_count, limits));
+    if (!seen.insert(repo.repo.str()).second) {
+      return bad("repo " + std::to_string(i + 1), repo.repo.str() + " is listed twice");
     }
-    manifest.repos.push_back(std::move(*repo));
+    manifest.repos.push_back(std::move(repo));
   }
   // Overflow-safe: each size is checked against what is left of the limit.
   std::uint64_t total = 0;

@@ -90,9 +90,8 @@ Result<BundleStats> write_bundle(const std::filesystem::path& out,
   }
   const std::filesystem::path target = std::filesystem::absolute(out);
   // Beside the target, hidden, removed unless the whole bundle was written.
-  auto partial =
-      util::TempFile::create(target.parent_path(), "." + target.filename().string() + ".", 0644);
-  KH_TRY(partial);
+  KH_TRY_ASSIGN(auto partial, util::TempFile::create(target.parent_path(),
+                                                     "." + target.filename().string() + ".", 0644));
 
   const ArchiveWriter a(archive_write_new());
   if (!a) throw std::bad_alloc();
@@ -100,7 +99,7 @@ Result<BundleStats> write_bundle(const std::filesystem::path& out,
       archive_write_set_filter_option(a.get(), "zstd", "compression-level",
                                       std::to_string(zstd_level).c_str()) != ARCHIVE_OK ||
       archive_write_set_format_pax_restricted(a.get()) != ARCHIVE_OK ||
-      archive_write_open_fd(a.get(), partial->fd()) != ARCHIVE_OK) {
+      archive_write_open_fd(a.get(), partial.fd()) != ARCHIVE_OK) {
     return archive_failure(a.get(), "zstd tar");
   }
   const std::string manifest_text = to_json_text(manifest);
@@ -122,10 +121,10 @@ Result<BundleStats> write_bundle(const std::filesystem::path& out,
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK) return archive_failure(a.get(), "close");
   struct stat st {};
-  if (::fstat(partial->fd(), &st) == 0) {
+  if (::fstat(partial.fd(), &st) == 0) {
     stats.archive_bytes = static_cast<std::uint64_t>(st.st_size);
   }
-  KH_TRY(partial->commit(target, std::nullopt));
+  KH_TRY(partial.commit(target, std::nullopt));
   return stats;
 }
 

@@ -26,10 +26,9 @@ constexpr std::string_view kTempPrefix = ".tmp-";
 // Whole small files (commits, refs): written under tmp/, fsynced, renamed into place.
 Result<void> write_store_file(const fs::path& tmp_dir, const fs::path& dest,
                               std::string_view content, unsigned mode = 0644) {
-  auto tmp = util::TempFile::create(tmp_dir, kTempPrefix);
-  KH_TRY(tmp);
-  KH_TRY(tmp->write_all(content.data(), content.size()));
-  return tmp->commit(dest, mode);
+  KH_TRY_ASSIGN(auto tmp, util::TempFile::create(tmp_dir, kTempPrefix));
+  KH_TRY(tmp.write_all(content.data(), content.size()));
+  return tmp.commit(dest, mode);
 }
 
 std::string sha1_hex(std::string_view text) {
@@ -243,9 +242,8 @@ Result<void> LocalStore::set_ref(const trust::RepoId& repo, RefKind kind, std::s
 
 Result<RepoLock> RepoLock::acquire(const LocalStore& store, const trust::RepoId& repo) {
   KH_TRY(util::make_dirs(store.repo_dir(repo)));
-  auto lock = util::FileLock::acquire(store.repo_dir(repo) / ".lock");
-  KH_TRY(lock);
-  return RepoLock(std::move(*lock));
+  KH_TRY_ASSIGN(auto lock, util::FileLock::acquire(store.repo_dir(repo) / ".lock"));
+  return RepoLock(std::move(lock));
 }
 
 }  // namespace kernelhub::hub::server

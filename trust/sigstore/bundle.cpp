@@ -32,24 +32,20 @@ Unexpected invalid(std::string message) {
 Result<void> parse_leaf(const nlohmann::json& material, Bundle& bundle) {
   std::string der;
   if (bundle.version == BundleVersion::v0_3) {
-    auto certificate = object_member(material, "certificate", "verificationMaterial");
-    KH_TRY(certificate);
-    auto raw = bytes_member(**certificate, "rawBytes", "verificationMaterial.certificate");
-    KH_TRY(raw);
-    der = std::move(*raw);
+    KH_TRY_ASSIGN(const auto* certificate,
+                  object_member(material, "certificate", "verificationMaterial"));
+    KH_TRY_ASSIGN(der, bytes_member(*certificate, "rawBytes", "verificationMaterial.certificate"));
   } else {
     // Older bundles carry a pool of certificates whose first entry is the leaf; the rest is
     // never trusted (the chain comes from the trusted root).
-    auto chain = object_member(material, "x509CertificateChain", "verificationMaterial");
-    KH_TRY(chain);
-    auto certificates =
-        array_member(**chain, "certificates", "verificationMaterial.x509CertificateChain");
-    KH_TRY(certificates);
-    if ((*certificates)->empty()) return invalid("x509CertificateChain is empty");
-    auto raw = bytes_member((**certificates)[0], "rawBytes",
-                            "verificationMaterial.x509CertificateChain.certificates[0]");
-    KH_TRY(raw);
-    der = std::move(*raw);
+    KH_TRY_ASSIGN(const auto* chain,
+                  object_member(material, "x509CertificateChain", "verificationMaterial"));
+    KH_TRY_ASSIGN(
+        const auto* certificates,
+        array_member(*chain, "certificates", "verificationMaterial.x509CertificateChain"));
+    if (certificates->empty()) return invalid("x509CertificateChain is empty");
+    KH_TRY_ASSIGN(der, bytes_member((*certificates)[0], "rawBytes",
+                                    "verificationMaterial.x509CertificateChain.certificates[0]"));
   }
   const auto* cursor = reinterpret_cast<const unsigned char*>(der.data());
   X509* leaf = d2i_X509(nullptr, &cursor, static_cast<long>(der.size()));
@@ -68,15 +64,12 @@ Result<void> parse_proof(const nlohmann::json& entry, InclusionProof& proof) {
   auto raw = object_member(entry, "inclusionProof", "tlogEntries[0]");
   if (!raw) return invalid("the log entry has no inclusion proof");
   const nlohmann::json& json = **raw;
-  auto log_index = int64_member(json, "logIndex", path);
-  KH_TRY(log_index);
-  auto tree_size = int64_member(json, "treeSize", path);
-  KH_TRY(tree_size);
-  auto root_hash = bytes_member(json, "rootHash", path);
-  KH_TRY(root_hash);
-  proof.log_index = *log_index;
-  proof.tree_size = *tree_size;
-  proof.root_hash = std::move(*root_hash);
+  KH_TRY_ASSIGN(auto log_index, int64_member(json, "logIndex", path));
+  KH_TRY_ASSIGN(auto tree_size, int64_member(json, "treeSize", path));
+  KH_TRY_ASSIGN(auto root_hash, bytes_member(json, "rootHash", path));
+  proof.log_index = log_index;
+  proof.tree_size = tree_size;
+  proof.root_hash = std::move(root_hash);
   if (const nlohmann::json* hashes = find_member(json, "hashes"); hashes != nullptr) {
     if (!hashes->is_array()) return invalid(path + ".hashes is not an array");
     if (hashes->size() > kMaxProofHashes) {
@@ -85,58 +78,43 @@ Result<void> parse_proof(const nlohmann::json& entry, InclusionProof& proof) {
     }
     for (const auto& hash : *hashes) {
       if (!hash.is_string()) return invalid(path + ".hashes holds a non-string");
-      auto bytes = decode_base64(hash.get_ref<const std::string&>(), path + ".hashes");
-      KH_TRY(bytes);
-      proof.hashes.push_back(std::move(*bytes));
+      KH_TRY_ASSIGN(auto bytes,
+                    decode_base64(hash.get_ref<const std::string&>(), path + ".hashes"));
+      proof.hashes.push_back(std::move(bytes));
     }
   }
   auto checkpoint = object_member(json, "checkpoint", path);
   if (!checkpoint) return invalid("the inclusion proof has no checkpoint");
-  auto envelope = string_member(**checkpoint, "envelope", path + ".checkpoint");
-  KH_TRY(envelope);
-  proof.checkpoint = std::move(*envelope);
+  KH_TRY_ASSIGN(proof.checkpoint, string_member(**checkpoint, "envelope", path + ".checkpoint"));
   return {};
 }
 
 Result<void> parse_entry(const nlohmann::json& material, Bundle& bundle) {
-  auto entries = array_member(material, "tlogEntries", "verificationMaterial");
-  KH_TRY(entries);
-  if ((*entries)->size() != 1) return invalid("expected exactly one transparency log entry");
-  const nlohmann::json& json = (**entries)[0];
+  KH_TRY_ASSIGN(const auto* entries, array_member(material, "tlogEntries", "verificationMaterial"));
+  if (entries->size() != 1) return invalid("expected exactly one transparency log entry");
+  const nlohmann::json& json = (*entries)[0];
   const std::string path = "tlogEntries[0]";
   TlogEntry& entry = bundle.entry;
-  auto log_index = int64_member(json, "logIndex", path);
-  KH_TRY(log_index);
-  entry.log_index = *log_index;
-  auto log_id = object_member(json, "logId", path);
-  KH_TRY(log_id);
-  auto key_id = bytes_member(**log_id, "keyId", path + ".logId");
-  KH_TRY(key_id);
-  entry.log_id = std::move(*key_id);
-  auto kind_version = object_member(json, "kindVersion", path);
-  KH_TRY(kind_version);
-  auto kind = string_member(**kind_version, "kind", path + ".kindVersion");
-  KH_TRY(kind);
-  auto version = string_member(**kind_version, "version", path + ".kindVersion");
-  KH_TRY(version);
-  entry.kind = std::move(*kind);
-  entry.version = std::move(*version);
+  KH_TRY_ASSIGN(entry.log_index, int64_member(json, "logIndex", path));
+  KH_TRY_ASSIGN(const auto* log_id, object_member(json, "logId", path));
+  KH_TRY_ASSIGN(entry.log_id, bytes_member(*log_id, "keyId", path + ".logId"));
+  KH_TRY_ASSIGN(const auto* kind_version, object_member(json, "kindVersion", path));
+  KH_TRY_ASSIGN(auto kind, string_member(*kind_version, "kind", path + ".kindVersion"));
+  KH_TRY_ASSIGN(auto version, string_member(*kind_version, "version", path + ".kindVersion"));
+  entry.kind = std::move(kind);
+  entry.version = std::move(version);
   if (entry.version != "0.0.1" && entry.version != "0.0.2") {
     return invalid("log entry version " + entry.version + " is not 0.0.1 or 0.0.2");
   }
   if (find_member(json, "integratedTime") != nullptr) {
-    auto time = int64_member(json, "integratedTime", path);
-    KH_TRY(time);
-    if (*time != 0) entry.integrated_time = *time;
+    KH_TRY_ASSIGN(auto time, int64_member(json, "integratedTime", path));
+    if (time != 0) entry.integrated_time = time;
   }
   if (const nlohmann::json* promise = find_member(json, "inclusionPromise"); promise != nullptr) {
-    auto set = bytes_member(*promise, "signedEntryTimestamp", path + ".inclusionPromise");
-    KH_TRY(set);
-    entry.signed_entry_timestamp = std::move(*set);
+    KH_TRY_ASSIGN(entry.signed_entry_timestamp,
+                  bytes_member(*promise, "signedEntryTimestamp", path + ".inclusionPromise"));
   }
-  auto body = bytes_member(json, "canonicalizedBody", path);
-  KH_TRY(body);
-  entry.canonicalized_body = std::move(*body);
+  KH_TRY_ASSIGN(entry.canonicalized_body, bytes_member(json, "canonicalizedBody", path));
   return parse_proof(json, entry.proof);
 }
 
@@ -151,18 +129,17 @@ Result<void> parse_timestamps(const nlohmann::json& material, Bundle& bundle) {
     return invalid("more than " + std::to_string(kMaxTimestamps) + " signed timestamps");
   }
   for (const auto& item : *list) {
-    auto token = bytes_member(item, "signedTimestamp", "rfc3161Timestamps[]");
-    KH_TRY(token);
-    if (auto decoded = check_rfc3161_decodes(*token); !decoded) {
+    KH_TRY_ASSIGN(auto token, bytes_member(item, "signedTimestamp", "rfc3161Timestamps[]"));
+    if (auto decoded = check_rfc3161_decodes(token); !decoded) {
       return invalid("signed timestamp " + std::to_string(bundle.rfc3161_timestamps.size() + 1) +
                      " of " + std::to_string(list->size()) +
                      " cannot be decoded: " + decoded.error().message);
     }
-    if (std::find(bundle.rfc3161_timestamps.begin(), bundle.rfc3161_timestamps.end(), *token) !=
+    if (std::find(bundle.rfc3161_timestamps.begin(), bundle.rfc3161_timestamps.end(), token) !=
         bundle.rfc3161_timestamps.end()) {
       return invalid("duplicate signed timestamp");
     }
-    bundle.rfc3161_timestamps.push_back(std::move(*token));
+    bundle.rfc3161_timestamps.push_back(std::move(token));
   }
   return {};
 }
@@ -173,40 +150,34 @@ Result<void> parse_message_signature(const nlohmann::json& doc, Bundle& bundle) 
         "DSSE envelopes are not supported: a kernel signature is a messageSignature over "
         "metadata.json");
   }
-  auto message = object_member(doc, "messageSignature", "");
-  KH_TRY(message);
-  auto signature = bytes_member(**message, "signature", "messageSignature");
-  KH_TRY(signature);
-  bundle.signature = std::move(*signature);
-  if (const nlohmann::json* digest = find_member(**message, "messageDigest"); digest != nullptr) {
-    auto algorithm = string_member(*digest, "algorithm", "messageSignature.messageDigest");
-    KH_TRY(algorithm);
-    if (*algorithm != "SHA2_256") {
-      return invalid("messageDigest algorithm " + *algorithm + " is not SHA2_256");
+  KH_TRY_ASSIGN(const auto* message, object_member(doc, "messageSignature", ""));
+  KH_TRY_ASSIGN(bundle.signature, bytes_member(*message, "signature", "messageSignature"));
+  if (const nlohmann::json* digest = find_member(*message, "messageDigest"); digest != nullptr) {
+    KH_TRY_ASSIGN(auto algorithm,
+                  string_member(*digest, "algorithm", "messageSignature.messageDigest"));
+    if (algorithm != "SHA2_256") {
+      return invalid("messageDigest algorithm " + algorithm + " is not SHA2_256");
     }
-    auto value = bytes_member(*digest, "digest", "messageSignature.messageDigest");
-    KH_TRY(value);
-    bundle.message_digest = std::move(*value);
+    KH_TRY_ASSIGN(bundle.message_digest,
+                  bytes_member(*digest, "digest", "messageSignature.messageDigest"));
   }
   return {};
 }
 
 Result<Bundle> parse_bundle_document(std::string_view json) {
-  auto doc = util::parse_bounded_json(json, kBundleJson, ErrorCode::signature_invalid);
-  KH_TRY(doc);
-  if (!doc->is_object()) return invalid("not a JSON object");
-  auto media_type = string_member(*doc, "mediaType", "");
-  KH_TRY(media_type);
-  const auto version = bundle_version(*media_type);
-  if (!version) return invalid("unsupported mediaType '" + media_type->substr(0, 100) + "'");
+  KH_TRY_ASSIGN(auto doc,
+                util::parse_bounded_json(json, kBundleJson, ErrorCode::signature_invalid));
+  if (!doc.is_object()) return invalid("not a JSON object");
+  KH_TRY_ASSIGN(auto media_type, string_member(doc, "mediaType", ""));
+  const auto version = bundle_version(media_type);
+  if (!version) return invalid("unsupported mediaType '" + media_type.substr(0, 100) + "'");
   Bundle bundle;
   bundle.version = *version;
-  auto material = object_member(*doc, "verificationMaterial", "");
-  KH_TRY(material);
-  KH_TRY(parse_leaf(**material, bundle));
-  KH_TRY(parse_entry(**material, bundle));
-  KH_TRY(parse_timestamps(**material, bundle));
-  KH_TRY(parse_message_signature(*doc, bundle));
+  KH_TRY_ASSIGN(const auto* material, object_member(doc, "verificationMaterial", ""));
+  KH_TRY(parse_leaf(*material, bundle));
+  KH_TRY(parse_entry(*material, bundle));
+  KH_TRY(parse_timestamps(*material, bundle));
+  KH_TRY(parse_message_signature(doc, bundle));
   // v0.1 bundles must carry the promise; later ones need a promise or a timestamp, so that
   // there is a source of verified time.
   if (bundle.version == BundleVersion::v0_1 && !bundle.entry.signed_entry_timestamp) {

@@ -78,15 +78,9 @@ Result<FulcioIdentity> read_fulcio_identity(X509* leaf) {
   FulcioIdentity identity;
   identity.sans = subject_alt_names(leaf);
   identity.issuer_v1 = extension_value(leaf, kOidIssuerV1);
-  auto issuer_v2 = utf8_extension(leaf, kOidIssuerV2);
-  KH_TRY(issuer_v2);
-  identity.issuer_v2 = std::move(*issuer_v2);
-  auto build_signer = utf8_extension(leaf, kOidBuildSignerUri);
-  KH_TRY(build_signer);
-  identity.build_signer_uri = std::move(*build_signer);
-  auto source_repository = utf8_extension(leaf, kOidSourceRepository);
-  KH_TRY(source_repository);
-  identity.source_repository = std::move(*source_repository);
+  KH_TRY_ASSIGN(identity.issuer_v2, utf8_extension(leaf, kOidIssuerV2));
+  KH_TRY_ASSIGN(identity.build_signer_uri, utf8_extension(leaf, kOidBuildSignerUri));
+  KH_TRY_ASSIGN(identity.source_repository, utf8_extension(leaf, kOidSourceRepository));
   return identity;
 }
 

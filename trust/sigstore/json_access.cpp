@@ -61,9 +61,8 @@ Result<std::string> decode_base64(std::string_view text, std::string_view path) 
 
 Result<std::string> bytes_member(const nlohmann::json& object, std::string_view key,
                                  std::string_view path) {
-  auto text = string_member(object, key, path);
-  KH_TRY(text);
-  return decode_base64(*text, member_path(path, key));
+  KH_TRY_ASSIGN(auto text, string_member(object, key, path));
+  return decode_base64(text, member_path(path, key));
 }
 
 Result<std::int64_t> int64_member(const nlohmann::json& object, std::string_view key,

@@ -63,59 +63,43 @@ std::string key_details_of(X509* leaf) {
 
 Result<void> check_v001(const nlohmann::json& spec, std::string_view artifact_sha256,
                         std::string_view signature, std::string_view leaf_der) {
-  auto data = object_member(spec, "data", "spec");
-  KH_TRY(data);
-  auto hash = object_member(**data, "hash", "spec.data");
-  KH_TRY(hash);
-  auto algorithm = string_member(**hash, "algorithm", "spec.data.hash");
-  KH_TRY(algorithm);
-  auto value = string_member(**hash, "value", "spec.data.hash");
-  KH_TRY(value);
+  KH_TRY_ASSIGN(const auto* data, object_member(spec, "data", "spec"));
+  KH_TRY_ASSIGN(const auto* hash, object_member(*data, "hash", "spec.data"));
+  KH_TRY_ASSIGN(auto algorithm, string_member(*hash, "algorithm", "spec.data.hash"));
+  KH_TRY_ASSIGN(auto value, string_member(*hash, "value", "spec.data.hash"));
   const auto* digest = reinterpret_cast<const unsigned char*>(artifact_sha256.data());
-  if (*algorithm != "sha256" || *value != util::to_hex({digest, artifact_sha256.size()})) {
+  if (algorithm != "sha256" || value != util::to_hex({digest, artifact_sha256.size()})) {
     return body_error("it logs another artifact's digest");
   }
-  auto sig = object_member(spec, "signature", "spec");
-  KH_TRY(sig);
-  auto content = bytes_member(**sig, "content", "spec.signature");
-  KH_TRY(content);
-  if (*content != signature) return body_error("it logs another signature");
-  auto public_key = object_member(**sig, "publicKey", "spec.signature");
-  KH_TRY(public_key);
-  auto pem = bytes_member(**public_key, "content", "spec.signature.publicKey");
-  KH_TRY(pem);
-  if (pem_to_der(*pem) != leaf_der) return body_error("it logs another signing certificate");
+  KH_TRY_ASSIGN(const auto* sig, object_member(spec, "signature", "spec"));
+  KH_TRY_ASSIGN(auto content, bytes_member(*sig, "content", "spec.signature"));
+  if (content != signature) return body_error("it logs another signature");
+  KH_TRY_ASSIGN(const auto* public_key, object_member(*sig, "publicKey", "spec.signature"));
+  KH_TRY_ASSIGN(auto pem, bytes_member(*public_key, "content", "spec.signature.publicKey"));
+  if (pem_to_der(pem) != leaf_der) return body_error("it logs another signing certificate");
   return {};
 }
 
 Result<void> check_v002(const nlohmann::json& spec, std::string_view artifact_sha256,
                         std::string_view signature, std::string_view leaf_der, X509* leaf) {
-  auto entry = object_member(spec, "hashedRekordV002", "spec");
-  KH_TRY(entry);
+  KH_TRY_ASSIGN(const auto* entry, object_member(spec, "hashedRekordV002", "spec"));
   const std::string path = "spec.hashedRekordV002";
-  auto data = object_member(**entry, "data", path);
-  KH_TRY(data);
-  auto algorithm = string_member(**data, "algorithm", path + ".data");
-  KH_TRY(algorithm);
-  auto digest = bytes_member(**data, "digest", path + ".data");
-  KH_TRY(digest);
-  if (*algorithm != "SHA2_256" || *digest != artifact_sha256) {
+  KH_TRY_ASSIGN(const auto* data, object_member(*entry, "data", path));
+  KH_TRY_ASSIGN(auto algorithm, string_member(*data, "algorithm", path + ".data"));
+  KH_TRY_ASSIGN(auto digest, bytes_member(*data, "digest", path + ".data"));
+  if (algorithm != "SHA2_256" || digest != artifact_sha256) {
     return body_error("it logs another artifact's digest");
   }
-  auto sig = object_member(**entry, "signature", path);
-  KH_TRY(sig);
-  auto content = bytes_member(**sig, "content", path + ".signature");
-  KH_TRY(content);
-  if (*content != signature) return body_error("it logs another signature");
-  auto verifier = object_member(**sig, "verifier", path + ".signature");
-  KH_TRY(verifier);
-  auto certificate = object_member(**verifier, "x509Certificate", path + ".signature.verifier");
-  KH_TRY(certificate);
-  auto raw = bytes_member(**certificate, "rawBytes", path + ".signature.verifier.x509Certificate");
-  KH_TRY(raw);
-  auto details = string_member(**verifier, "keyDetails", path + ".signature.verifier");
-  KH_TRY(details);
-  if (*raw != leaf_der || *details != key_details_of(leaf)) {
+  KH_TRY_ASSIGN(const auto* sig, object_member(*entry, "signature", path));
+  KH_TRY_ASSIGN(auto content, bytes_member(*sig, "content", path + ".signature"));
+  if (content != signature) return body_error("it logs another signature");
+  KH_TRY_ASSIGN(const auto* verifier, object_member(*sig, "verifier", path + ".signature"));
+  KH_TRY_ASSIGN(const auto* certificate,
+                object_member(*verifier, "x509Certificate", path + ".signature.verifier"));
+  KH_TRY_ASSIGN(auto raw, bytes_member(*certificate, "rawBytes",
+                                       path + ".signature.verifier.x509Certificate"));
+  KH_TRY_ASSIGN(auto details, string_member(*verifier, "keyDetails", path + ".signature.verifier"));
+  if (raw != leaf_der || details != key_details_of(leaf)) {
     return body_error("it logs another signing certificate");
   }
   return {};

@@ -88,9 +88,8 @@ Result<void> verify_embedded_sct(X509* leaf, std::string_view leaf_der,
   const LogKey* log = find_log_key(ct_logs, log_id);
   if (log == nullptr) return sct_error("signed by a CT log the trusted root does not hold");
 
-  auto issuer = sct_issuer(chain);
-  KH_TRY(issuer);
-  const std::string key_hash = issuer_key_hash(*issuer);
+  KH_TRY_ASSIGN(X509 * issuer, sct_issuer(chain));
+  const std::string key_hash = issuer_key_hash(issuer);
   if (key_hash.empty()) return sct_error("the issuer's key is unreadable");
   const auto tbs = tbs_without_extension(leaf_der, kSctListOid);
   if (!tbs) return sct_error("cannot take the SCT list out of the certificate");

@@ -15,17 +15,15 @@ Result<TimeRange> parse_valid_for(const nlohmann::json& holder, const std::strin
   TimeRange range;
   const nlohmann::json* valid_for = find_member(holder, "validFor");
   if (valid_for == nullptr) return range;  // absent: always valid
-  auto start = string_member(*valid_for, "start", path + ".validFor");
-  KH_TRY(start);
-  const auto start_seconds = parse_rfc3339(*start);
+  KH_TRY_ASSIGN(auto start, string_member(*valid_for, "start", path + ".validFor"));
+  const auto start_seconds = parse_rfc3339(start);
   if (!start_seconds) {
     return fail(ErrorCode::signature_invalid, path + ".validFor.start is not an RFC 3339 time");
   }
   range.start = *start_seconds;
   if (find_member(*valid_for, "end") != nullptr) {
-    auto end = string_member(*valid_for, "end", path + ".validFor");
-    KH_TRY(end);
-    range.end = parse_rfc3339(*end);
+    KH_TRY_ASSIGN(auto end, string_member(*valid_for, "end", path + ".validFor"));
+    range.end = parse_rfc3339(end);
     if (!range.end) {
       return fail(ErrorCode::signature_invalid, path + ".validFor.end is not an RFC 3339 time");
     }
@@ -48,31 +46,24 @@ EvpPkeyPtr decode_public_key(const std::string& raw, KeyAlgorithm algorithm) {
 // Appends the log's key unless its type is one the verifier does not know.
 Result<void> add_log_key(const nlohmann::json& log, const std::string& path,
                          std::vector<LogKey>& keys) {
-  auto public_key = object_member(log, "publicKey", path);
-  KH_TRY(public_key);
+  KH_TRY_ASSIGN(const auto* public_key, object_member(log, "publicKey", path));
   const std::string key_path = path + ".publicKey";
-  auto details = string_member(**public_key, "keyDetails", key_path);
-  KH_TRY(details);
-  const auto algorithm = key_algorithm_from_details(*details);
+  KH_TRY_ASSIGN(auto details, string_member(*public_key, "keyDetails", key_path));
+  const auto algorithm = key_algorithm_from_details(details);
   if (!algorithm) return {};
-  auto raw = bytes_member(**public_key, "rawBytes", key_path);
-  KH_TRY(raw);
-  EvpPkeyPtr key = decode_public_key(*raw, *algorithm);
+  KH_TRY_ASSIGN(auto raw, bytes_member(*public_key, "rawBytes", key_path));
+  EvpPkeyPtr key = decode_public_key(raw, *algorithm);
   if (!key) return fail(ErrorCode::signature_invalid, key_path + ".rawBytes is not a public key");
-  auto valid_for = parse_valid_for(**public_key, key_path);
-  KH_TRY(valid_for);
+  KH_TRY_ASSIGN(auto valid_for, parse_valid_for(*public_key, key_path));
   LogKey entry;
   entry.algorithm = *algorithm;
-  entry.valid_for = *valid_for;
+  entry.valid_for = valid_for;
   if (const nlohmann::json* base_url = find_member(log, "baseUrl");
       base_url != nullptr && base_url->is_string()) {
     entry.base_url = base_url->get<std::string>();
   }
-  auto log_id = object_member(log, "logId", path);
-  KH_TRY(log_id);
-  auto key_id = bytes_member(**log_id, "keyId", path + ".logId");
-  KH_TRY(key_id);
-  entry.key_id = std::move(*key_id);
+  KH_TRY_ASSIGN(const auto* log_id, object_member(log, "logId", path));
+  KH_TRY_ASSIGN(entry.key_id, bytes_member(*log_id, "keyId", path + ".logId"));
   entry.key = SharedPkey(key.release(), EVP_PKEY_free);
   keys.push_back(std::move(entry));
   return {};
@@ -80,16 +71,14 @@ Result<void> add_log_key(const nlohmann::json& log, const std::string& path,
 
 Result<CertificateAuthority> parse_authority(const nlohmann::json& ca, const std::string& path) {
   CertificateAuthority authority;
-  auto chain = object_member(ca, "certChain", path);
-  KH_TRY(chain);
-  auto certificates = array_member(**chain, "certificates", path + ".certChain");
-  KH_TRY(certificates);
-  for (std::size_t i = 0; i < (*certificates)->size(); ++i) {
+  KH_TRY_ASSIGN(const auto* chain, object_member(ca, "certChain", path));
+  KH_TRY_ASSIGN(const auto* certificates,
+                array_member(*chain, "certificates", path + ".certChain"));
+  for (std::size_t i = 0; i < certificates->size(); ++i) {
     const std::string cert_path = path + ".certChain.certificates[" + std::to_string(i) + "]";
-    auto raw = bytes_member((**certificates)[i], "rawBytes", cert_path);
-    KH_TRY(raw);
-    const auto* der = reinterpret_cast<const unsigned char*>(raw->data());
-    X509* cert = d2i_X509(nullptr, &der, static_cast<long>(raw->size()));
+    KH_TRY_ASSIGN(auto raw, bytes_member((*certificates)[i], "rawBytes", cert_path));
+    const auto* der = reinterpret_cast<const unsigned char*>(raw.data());
+    X509* cert = d2i_X509(nullptr, &der, static_cast<long>(raw.size()));
     if (cert == nullptr) {
       return fail(ErrorCode::signature_invalid, cert_path + " is not a DER certificate");
     }
@@ -98,9 +87,7 @@ Result<CertificateAuthority> parse_authority(const nlohmann::json& ca, const std
   if (authority.chain.empty()) {
     return fail(ErrorCode::signature_invalid, path + ".certChain has no certificate");
   }
-  auto valid_for = parse_valid_for(ca, path);
-  KH_TRY(valid_for);
-  authority.valid_for = *valid_for;
+  KH_TRY_ASSIGN(authority.valid_for, parse_valid_for(ca, path));
   return authority;
 }
 
@@ -124,9 +111,8 @@ Result<void> parse_sections(const nlohmann::json& doc, TrustedRoot& root) {
   }));
   const auto add_authority = [](std::vector<CertificateAuthority>& into) {
     return [&into](const nlohmann::json& v, const std::string& p) -> Result<void> {
-      auto authority = parse_authority(v, p);
-      KH_TRY(authority);
-      into.push_back(std::move(*authority));
+      KH_TRY_ASSIGN(auto authority, parse_authority(v, p));
+      into.push_back(std::move(authority));
       return {};
     };
   };

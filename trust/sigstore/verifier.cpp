@@ -75,26 +75,21 @@ Result<void> verify_log_entry(const TlogEntry& entry, const TrustedRoot& root,
 Result<VerifiedSignature> verify_artifact(std::string_view artifact, const Bundle& bundle,
                                           const TrustedRoot& root, const IdentityPolicy& policy) {
   X509* leaf = bundle.leaf.get();
-  auto times = establish_times(bundle, root);
-  KH_TRY(times);
+  KH_TRY_ASSIGN(auto times, establish_times(bundle, root));
 
   std::vector<SharedX509> chain;
-  for (const UnixSeconds time : *times) {
-    auto verified = verify_chain_at(leaf, root.certificate_authorities, time);
-    KH_TRY(verified);
-    chain = std::move(*verified);
+  for (const UnixSeconds time : times) {
+    KH_TRY_ASSIGN(chain, verify_chain_at(leaf, root.certificate_authorities, time));
   }
   KH_TRY(verify_embedded_sct(leaf, bundle.leaf_der, chain, root.ctlogs));
   KH_TRY(check_leaf_usage(leaf));
-  auto identity = read_fulcio_identity(leaf);
-  KH_TRY(identity);
-  KH_TRY(check_identity(*identity, policy));
-  KH_TRY(verify_log_entry(bundle.entry, root, *times));
+  KH_TRY_ASSIGN(auto identity, read_fulcio_identity(leaf));
+  KH_TRY(check_identity(identity, policy));
+  KH_TRY(verify_log_entry(bundle.entry, root, times));
 
-  auto validity = certificate_validity(leaf);
-  KH_TRY(validity);
-  for (const UnixSeconds time : *times) {
-    if (!validity->contains(time)) {
+  KH_TRY_ASSIGN(auto validity, certificate_validity(leaf));
+  for (const UnixSeconds time : times) {
+    if (!validity.contains(time)) {
       return check_failed("timely insertion", "signed at " + std::to_string(time) +
                                                   ", outside the certificate's validity");
     }
@@ -118,16 +113,15 @@ Result<VerifiedSignature> verify_artifact(std::string_view artifact, const Bundl
     return check_failed("artifact signature", "the signature does not verify over the artifact");
   }
   KH_TRY(check_log_body(bundle.entry, digest, bundle.signature, bundle.leaf_der, leaf));
-  return VerifiedSignature{std::move(*identity), std::move(*times), bundle.leaf_der};
+  return VerifiedSignature{std::move(identity), std::move(times), bundle.leaf_der};
 }
 
 Result<VerifiedSignature> verify_artifact_bundle(std::string_view artifact,
                                                  std::string_view bundle_json,
                                                  const TrustedRoot& root,
                                                  const IdentityPolicy& policy) {
-  auto bundle = parse_bundle(bundle_json);
-  KH_TRY(bundle);
-  return verify_artifact(artifact, *bundle, root, policy);
+  KH_TRY_ASSIGN(auto bundle, parse_bundle(bundle_json));
+  return verify_artifact(artifact, bundle, root, policy);
 }
 
 }  // namespace kernelhub::trust::sigstore
