@@ -190,13 +190,11 @@ Result<hub::FetchResult> FetchService::run_flight(const fetch::Request& request,
 Result<FetchService::VerifyOutcome> FetchService::verify(const std::optional<trust::RepoId>& repo) {
   std::unique_lock lock(maintenance_);
   const cache::KernelCache cache(root_);
-  auto blobs = cache::verify_cache(cache, repo);
-  if (!blobs) return fail(blobs.error());
-  auto receipts = hub::recheck_receipts(cache, repo, policy()->signatures);
-  if (!receipts) return fail(receipts.error());
+  KH_TRY_ASSIGN(auto blobs, cache::verify_cache(cache, repo));
+  KH_TRY_ASSIGN(auto receipts, hub::recheck_receipts(cache, repo, policy()->signatures));
   // Warm manifests carry the receipts they were handed out with.
-  if (!blobs->corrupt.empty() || !receipts->changed.empty()) memo_.forget_all();
-  return VerifyOutcome{std::move(*blobs), std::move(*receipts)};
+  if (!blobs.corrupt.empty() || !receipts.changed.empty()) memo_.forget_all();
+  return VerifyOutcome{std::move(blobs), std::move(receipts)};
 }
 
 Result<cache::GcReport> FetchService::gc() {
