@@ -20,9 +20,7 @@ namespace {
 const trust::RepoId kRelu{"kernels-community", "relu"};
 const trust::RepoId kGelu{"kernels-community", "gelu"};
 
-fetch::Request request_for(const trust::RepoId& repo) {
-  return fetch::Request(repo, *fetch::Ref::version(1));
-}
+fetch::Request request_for(const trust::RepoId& repo) { return {repo, *fetch::Ref::version(1)}; }
 
 fetch::FlightKey key_of(const fetch::Request& request) {
   return {{request.repo, request.ref}, fetch::Selection::of(request), false};
