@@ -98,9 +98,7 @@ std::optional<FaultPlan> fault_plan(const FaultArgs& args) {
   return plan;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app("A local store over the Hub API with injected faults (tests only)",
                "kernelhub-test-hub");
   kernelhub::cli::ServeArgs serve;
@@ -113,4 +111,16 @@ int main(int argc, char** argv) {
   auto hooks = std::make_shared<kernelhub::testing::FaultHooks>(serve.root, faults.test_endpoints);
   hooks->set_plan(*plan);
   return kernelhub::cli::serve_until_signal("kernelhub-test-hub", serve, hooks);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A test's server: whatever escapes is reported on one line, never a terminate() trace.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "kernelhub-test-hub: " << e.what() << "\n";
+    return 1;
+  }
 }
