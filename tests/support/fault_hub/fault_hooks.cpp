@@ -202,6 +202,12 @@ std::vector<RequestRecord> FaultHooks::records() const {
   return records_;
 }
 
+std::size_t FaultHooks::count_records(const std::string& method,
+                                      const std::string& path_part) const {
+  std::lock_guard lock(mutex_);
+  return matching(records_, method, path_part);
+}
+
 bool FaultHooks::wait_records(const std::string& method, const std::string& path_part,
                               std::size_t n, std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mutex_);

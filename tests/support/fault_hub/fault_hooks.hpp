@@ -32,6 +32,9 @@ class FaultHooks final : public hub::server::ServeHooks {
   FaultPlan plan() const;
   std::vector<RequestRecord> records() const;
   void reset_records();
+  // Recorded requests whose method is `method` (any when empty) and whose path contains
+  // `path_part`.
+  std::size_t count_records(const std::string& method, const std::string& path_part) const;
   // Waits until `n` recorded requests match (method, any when empty; path containing
   // `path_part`), up to `timeout`; false when it timed out or the server is stopping.
   bool wait_records(const std::string& method, const std::string& path_part, std::size_t n,

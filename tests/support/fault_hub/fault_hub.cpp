@@ -24,11 +24,7 @@ void FaultHub::reset_requests() { hooks_->reset_records(); }
 std::uint64_t FaultHub::paced_bytes() const { return hooks_->paced_bytes(); }
 
 std::size_t FaultHub::count(const std::string& method, const std::string& path_part) const {
-  std::size_t n = 0;
-  for (const auto& r : hooks_->records()) {
-    if ((method.empty() || r.method == method) && r.path.find(path_part) != std::string::npos) ++n;
-  }
-  return n;
+  return hooks_->count_records(method, path_part);
 }
 
 bool FaultHub::wait_for(const std::string& method, const std::string& path_part, std::size_t n,
