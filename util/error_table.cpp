@@ -73,6 +73,7 @@ constexpr std::array kErrors{
         other_build),
     row(load_failed, "load_failed", local, 1, 500, "InternalError", false, none),
     row(op_not_found, "op_not_found", local, 1, 500, "InternalError", false, none),
+    row(python_error, "python_error", local, 1, 500, "InternalError", false, none),
     row(internal, "internal", bug, 1, 500, "InternalError", false, none),
 };
 // clang-format on

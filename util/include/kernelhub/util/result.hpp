@@ -56,6 +56,8 @@ enum class ErrorCode {
   incompatible_kernel,  // variant built for another torch / arch / device
   load_failed,          // dlopen itself failed
   op_not_found,         // no such operator in the kernel's namespace
+  // python/: Python-only kernels in the embedded interpreter.
+  python_error,  // the kernel's Python raised (the exception's type, message and frame follow)
   internal,
 };
 
