@@ -104,6 +104,16 @@ Result<KernelMetadata> parse_kernel_metadata(std::string_view text) {
       out.kernel_depends.push_back(std::move(dependency));
     }
   }
+  if (const auto it = doc.find("python-depends"); it != doc.end() && !it->is_null()) {
+    if (!it->is_array()) return malformed("'python-depends' must be an array");
+    for (const auto& dependency : *it) {
+      if (!dependency.is_string() || dependency.get<std::string>().empty() ||
+          dependency.get<std::string>().size() > 128) {
+        return malformed("'python-depends' entries must be non-empty strings of at most 128 bytes");
+      }
+      out.python_depends.push_back(dependency.get<std::string>());
+    }
+  }
   return out;
 }
 

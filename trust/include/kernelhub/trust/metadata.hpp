@@ -31,6 +31,9 @@ struct KernelMetadata {
   std::map<std::string, std::string> file_digests;  // variant-relative path -> base64 sha256
   // Other Hub kernels this build loads (kernel-builder's `kernel-depends`), locked with it.
   std::vector<KernelDependency> kernel_depends;
+  // Python packages a Python-only build imports (`python-depends`: names from kernels'
+  // allow-list, e.g. "einops", "nvidia-cutlass-dsl"), checked before it is imported.
+  std::vector<std::string> python_depends;
   bool has_digest() const { return digest_algorithm.has_value(); }
 };
 
