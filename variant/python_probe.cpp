@@ -70,9 +70,9 @@ std::optional<fs::path> find_python(const util::Environment& env) {
   return std::nullopt;
 }
 
-Result<std::optional<fs::path>> probe_torch_version_file(const fs::path& python,
-                                                         const util::Environment& env,
-                                                         std::chrono::milliseconds timeout) {
+Result<std::string> run_python(const fs::path& python, const std::vector<std::string>& args,
+                               const util::Environment& env, std::chrono::milliseconds timeout,
+                               std::size_t max_output) {
   std::array<int, 2> pipe_fds{};
   if (::pipe2(pipe_fds.data(), O_CLOEXEC) != 0)
     return fail(ErrorCode::io, std::string("pipe: ") + std::strerror(errno));
@@ -85,9 +85,12 @@ Result<std::optional<fs::path>> probe_torch_version_file(const fs::path& python,
   posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   const std::string program = python.string();
-  std::vector<char*> argv{const_cast<char*>(program.c_str()), const_cast<char*>("-c"),
-                          const_cast<char*>(kScript), nullptr};
-  // The child sees the client's environment (PYTHONPATH, PYENV_VERSION, ...), as a shell would.
+  std::vector<std::string> arguments{program};
+  arguments.insert(arguments.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  // The child sees the caller's environment (PYTHONPATH, PYENV_VERSION, ...), as a shell would.
   std::vector<std::string> vars;
   vars.reserve(env.vars().size());
   for (const auto& [key, value] : env.vars()) vars.emplace_back(key).append("=").append(value);
@@ -112,27 +115,41 @@ Result<std::optional<fs::path>> probe_torch_version_file(const fs::path& python,
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       return fail(ErrorCode::timeout,
-                  program + " did not say where torch is within " +
-                      std::to_string(timeout.count()) +
-                      " ms; set KERNELHUB_TORCH_VERSION or pass --torch-version");
+                  program + " did not answer within " + std::to_string(timeout.count()) + " ms");
     }
     pollfd p{read_end.get(), POLLIN, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) continue;
-    std::array<char, 512> buffer{};
+    std::array<char, 4096> buffer{};
     const ssize_t n = ::read(read_end.get(), buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buffer.data(), static_cast<std::size_t>(n));
-    if (out.size() > kMaxOutput) return fail(ErrorCode::too_large, program + " said too much");
+    if (out.size() > max_output) return fail(ErrorCode::too_large, program + " said too much");
   }
   int status = 0;
   while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
   }
   child.pid = -1;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return fail(ErrorCode::io, program + " failed while looking for torch");
+    return fail(ErrorCode::io, program + " failed");
+  return out;
+}
+
+Result<std::optional<fs::path>> probe_torch_version_file(const fs::path& python,
+                                                         const util::Environment& env,
+                                                         std::chrono::milliseconds timeout) {
+  auto said = run_python(python, {"-c", kScript}, env, timeout, kMaxOutput);
+  if (!said && said.error().code == ErrorCode::timeout) {
+    return fail(ErrorCode::timeout, python.string() + " did not say where torch is within " +
+                                        std::to_string(timeout.count()) +
+                                        " ms; set KERNELHUB_TORCH_VERSION or pass --torch-version");
+  }
+  if (!said && said.error().code == ErrorCode::io && said.error().message.ends_with(" failed")) {
+    return fail(ErrorCode::io, python.string() + " failed while looking for torch");
+  }
+  KH_TRY_ASSIGN(std::string out, std::move(said));
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   if (out.empty()) return std::optional<fs::path>{};
   const fs::path origin(out);
