@@ -15,6 +15,7 @@
 #include "kernelhub/trust/open_beneath.hpp"
 #include "kernelhub/trust/safe_path.hpp"
 #include "kernelhub/variant/variant.hpp"
+#include "kernelhub/variant/variant_name.hpp"
 #include "metadata_file.hpp"
 
 namespace kernelhub::loader {
@@ -103,8 +104,9 @@ variant::Platform platform_of(const Runtime& runtime) {
 }
 
 // The variant under build/ this runtime prefers: kernels' ranking, then the loader's own
-// check (which also accepts cpu builds on a CUDA machine and refuses Python-only ones).
-Result<std::string> pick_variant(int build_fd, const Runtime& runtime) {
+// check (which also accepts cpu builds on a CUDA machine and refuses Python-only ones unless
+// the caller can import them).
+Result<std::string> pick_variant(int build_fd, const Runtime& runtime, VariantKinds kinds) {
   KH_TRY_ASSIGN(auto entries, list_dir(build_fd, "build/"));
   std::vector<std::string> names;
   for (const auto& entry : entries) {
@@ -112,7 +114,11 @@ Result<std::string> pick_variant(int build_fd, const Runtime& runtime) {
   }
   std::string reasons;
   for (const auto& candidate : variant::rank_variants(names, platform_of(runtime))) {
-    const auto check = check_variant_compatible(candidate.name, runtime);
+    const auto parsed = variant::parse_variant_name(candidate.name);
+    const bool python = kinds == VariantKinds::compiled_or_python && parsed &&
+                        parsed->framework == variant::Framework::noarch;
+    const auto check = python ? check_noarch_compatible(candidate.name, runtime)
+                              : check_variant_compatible(candidate.name, runtime);
     if (check) return candidate.name;
     reasons += "\n  " + check.error().message;
   }
@@ -124,7 +130,7 @@ Result<std::string> pick_variant(int build_fd, const Runtime& runtime) {
 }  // namespace
 
 Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::string_view repo,
-                                       const Runtime& runtime) {
+                                       const Runtime& runtime, VariantKinds kinds) {
   KernelSource source;
   source.repo = std::string(repo);
   UniqueFd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -149,7 +155,7 @@ Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::st
                       " is neither a kernel variant folder (metadata.json or a .so) "
                       "nor a kernel with build/<variant>/ folders");
     }
-    KH_TRY_ASSIGN(source.variant, pick_variant(build->get(), runtime));
+    KH_TRY_ASSIGN(source.variant, pick_variant(build->get(), runtime, kinds));
     KH_TRY_ASSIGN(variant_fd, open_beneath(build->get(), source.variant, O_RDONLY | O_DIRECTORY));
   }
 

@@ -1,11 +1,38 @@
-// libkernelhub_pyshim.so: stubs for the Python C-API functions in python_shim_symbols.hpp,
-// loaded RTLD_GLOBAL before the first kernel so that its BIND_NOW references resolve in a
-// process without libpython. Never called; each returns "failed"/nothing.
+// libkernelhub_pyshim.so: the Python C-API functions in python_shim_symbols.hpp, loaded
+// RTLD_GLOBAL before the first kernel so that its BIND_NOW references resolve in a process
+// without libpython. Unbound they are never called and return "failed"/nothing; bound (the
+// embedded Python runtime started after the shim was loaded) they forward to libpython.
+#include <atomic>
+
 #include "kernelhub/loader/python_shim_symbols.hpp"
 
-#define KH_PYSHIM_DEFINE(name, ret, params, value)                    \
-  extern "C" __attribute__((visibility("default"))) ret name params { \
-    return static_cast<ret>(value);                                   \
+namespace {
+
+#define KH_PYSHIM_POINTER(name, ret, params, args, value) \
+  std::atomic<ret(*) params> real_##name{nullptr};
+KH_PYSHIM_FUNCTIONS(KH_PYSHIM_POINTER)
+#undef KH_PYSHIM_POINTER
+
+}  // namespace
+
+#define KH_PYSHIM_DEFINE(name, ret, params, args, value)                            \
+  extern "C" __attribute__((visibility("default"))) ret name params {               \
+    if (auto* real = real_##name.load(std::memory_order_acquire)) return real args; \
+    return static_cast<ret>(value);                                                 \
   }
 KH_PYSHIM_FUNCTIONS(KH_PYSHIM_DEFINE)
 #undef KH_PYSHIM_DEFINE
+
+// Returns the number of functions left unbound (0 on success).
+extern "C" __attribute__((visibility("default"))) int kh_pyshim_bind(PythonShimResolver resolve) {
+  int unbound = 0;
+#define KH_PYSHIM_BIND(name, ret, params, args, value)                \
+  if (auto* real = reinterpret_cast<ret(*) params>(resolve(#name))) { \
+    real_##name.store(real, std::memory_order_release);               \
+  } else {                                                            \
+    ++unbound;                                                        \
+  }
+  KH_PYSHIM_FUNCTIONS(KH_PYSHIM_BIND)
+#undef KH_PYSHIM_BIND
+  return unbound;
+}

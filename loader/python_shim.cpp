@@ -1,5 +1,8 @@
 #include "kernelhub/loader/python_shim.hpp"
 
+#include "kernelhub/loader/companion_library.hpp"
+#include "kernelhub/loader/python_shim_symbols.hpp"
+
 #include <dlfcn.h>
 
 #include <mutex>
@@ -13,7 +16,7 @@ namespace {
 // shared library that contains it.
 std::filesystem::path loader_module_dir() {
   Dl_info info{};
-  if (::dladdr(reinterpret_cast<const void*>(&python_shim_candidates), &info) == 0 ||
+  if (::dladdr(reinterpret_cast<const void*>(&companion_library_candidates), &info) == 0 ||
       info.dli_fname == nullptr) {
     return {};
   }
@@ -46,16 +49,24 @@ Result<void> load_shim() {
 
 }  // namespace
 
-std::vector<std::filesystem::path> python_shim_candidates(const util::Environment& env) {
-  if (auto explicit_path = env.get("KERNELHUB_PYSHIM")) return {*explicit_path};
+std::vector<std::filesystem::path> companion_library_candidates(std::string_view file,
+                                                                std::string_view override_variable,
+                                                                const util::Environment& env) {
+  if (auto explicit_path = env.get(std::string(override_variable))) return {*explicit_path};
   std::vector<std::filesystem::path> candidates;
   if (const auto dir = loader_module_dir(); !dir.empty()) {
-    candidates.push_back(dir / kPythonShimFile);
-    candidates.push_back((dir / ".." / "lib" / kPythonShimFile).lexically_normal());
+    candidates.push_back(dir / file);
+    candidates.push_back((dir / ".." / "lib" / file).lexically_normal());
   }
-  candidates.push_back(std::filesystem::path(KH_INSTALL_LIBDIR) / kPythonShimFile);
+  candidates.push_back(std::filesystem::path(KH_INSTALL_LIBDIR) / file);
   return candidates;
 }
+
+std::vector<std::filesystem::path> python_shim_candidates(const util::Environment& env) {
+  return companion_library_candidates(kPythonShimFile, "KERNELHUB_PYSHIM", env);
+}
+
+bool python_shim_loaded() { return ::dlsym(RTLD_DEFAULT, kPythonShimBindSymbol) != nullptr; }
 
 Result<void> ensure_python_shim() {
   // Only success is remembered: a shim installed later (or KERNELHUB_PYSHIM set) is found

@@ -130,4 +130,20 @@ Result<void> check_variant_compatible(std::string_view variant, const Runtime& r
   return ok();
 }
 
+Result<void> check_noarch_compatible(std::string_view variant, const Runtime& runtime) {
+  const auto parsed = variant::parse_variant_name(variant);
+  if (!parsed || parsed->framework != variant::Framework::noarch) {
+    return fail(
+        ErrorCode::incompatible_kernel,
+        "variant " + std::string(variant) + " is not a Python-only (torch-<backend>) build");
+  }
+  const std::string wanted = runtime.cuda ? "cuda" : "cpu";
+  if (parsed->noarch_backend != "universal" && parsed->noarch_backend != wanted) {
+    return fail(ErrorCode::incompatible_kernel,
+                "variant " + std::string(variant) + " cannot be imported: it is Python for " +
+                    parsed->noarch_backend + ", this process runs " + wanted);
+  }
+  return ok();
+}
+
 }  // namespace kernelhub::loader

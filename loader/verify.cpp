@@ -1,6 +1,7 @@
 #include "verify.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "kernelhub/loader/python_shim_symbols.hpp"
+#include "kernelhub/loader/verified_file.hpp"
 #include "kernelhub/trust/digest.hpp"
 
 namespace kernelhub::loader::detail {
@@ -24,8 +26,10 @@ bool is_shimmed(std::string_view name) {
 
 }  // namespace
 
-Result<void> verify_file(const KernelFile& file, std::string_view repo) {
-  const std::string what = std::string(repo) + ": " + file.path;
+namespace {
+
+// A regular file, not writable by group or others; its size.
+Result<std::uint64_t> check_file_mode(const KernelFile& file, const std::string& what) {
   struct stat st {};
   if (::fstat(file.fd.get(), &st) != 0) {
     return fail(ErrorCode::io, "cannot stat " + what + ": " + std::strerror(errno));
@@ -41,12 +45,25 @@ Result<void> verify_file(const KernelFile& file, std::string_view repo) {
                                               ((st.st_mode & S_IWOTH) ? "others" : "its group") +
                                               " (mode " + mode + "); refusing to load it");
   }
-  KH_TRY_ASSIGN(auto actual, trust::sha256_fd_hex(file.fd.get()));
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+Result<void> check_digest(const std::string& actual, const KernelFile& file,
+                          const std::string& what) {
   if (actual != file.sha256) {
     return fail(ErrorCode::hash_mismatch, what + " has sha256 " + actual + ", expected " +
                                               file.sha256 + "; refusing to load it");
   }
   return ok();
+}
+
+}  // namespace
+
+Result<void> verify_file(const KernelFile& file, std::string_view repo) {
+  const std::string what = std::string(repo) + ": " + file.path;
+  KH_TRY(check_file_mode(file, what));
+  KH_TRY_ASSIGN(auto actual, trust::sha256_fd_hex(file.fd.get()));
+  return check_digest(actual, file, what);
 }
 
 Result<bool> check_python_symbols(const std::vector<SharedObject>& objects, std::string_view repo) {
@@ -77,3 +94,35 @@ Result<bool> check_python_symbols(const std::vector<SharedObject>& objects, std:
 }
 
 }  // namespace kernelhub::loader::detail
+
+namespace kernelhub::loader {
+
+Result<std::string> read_verified_file(const KernelFile& file, std::string_view repo,
+                                       std::uint64_t max_bytes) {
+  const std::string what = std::string(repo) + ": " + file.path;
+  KH_TRY_ASSIGN(const auto size, detail::check_file_mode(file, what));
+  if (size > max_bytes) {
+    return fail(ErrorCode::too_large, what + " is " + std::to_string(size) +
+                                          " bytes, more than the " + std::to_string(max_bytes) +
+                                          " a kernel's Python file may have");
+  }
+  std::string bytes(size, '\0');
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n =
+        ::pread(file.fd.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(ErrorCode::io, "cannot read " + what + ": " + std::strerror(errno));
+    if (n == 0) return fail(ErrorCode::size_mismatch, what + " shrank while it was read");
+    done += static_cast<std::size_t>(n);
+  }
+  // One more byte would mean it grew: what is hashed must be all there is.
+  char extra = 0;
+  if (::pread(file.fd.get(), &extra, 1, static_cast<off_t>(done)) > 0) {
+    return fail(ErrorCode::size_mismatch, what + " grew while it was read");
+  }
+  KH_TRY(detail::check_digest(trust::sha256_hex(bytes), file, what));
+  return bytes;
+}
+
+}  // namespace kernelhub::loader

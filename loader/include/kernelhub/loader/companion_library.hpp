@@ -12,7 +12,8 @@ namespace kernelhub::loader {
 
 // Where `file` is looked for, in order: $<override_variable> (then the only candidate), the
 // directory of the module holding the loader and its ../lib, the install libdir.
-std::vector<std::filesystem::path> companion_library_candidates(
-    std::string_view file, std::string_view override_variable, const util::Environment& env);
+std::vector<std::filesystem::path> companion_library_candidates(std::string_view file,
+                                                                std::string_view override_variable,
+                                                                const util::Environment& env);
 
 }  // namespace kernelhub::loader

@@ -65,7 +65,17 @@ struct Runtime {
 Runtime current_runtime();
 
 // Refuses a variant this process cannot load, saying why (torch version, ABI, arch, device).
+// Python-only variants are refused here: they are not loaded, they are imported.
 Result<void> check_variant_compatible(std::string_view variant, const Runtime& runtime);
+
+// Refuses a Python-only variant (torch-<backend>, torch-universal) this process cannot run:
+// as `kernels` requires, its backend is `universal` or this process's (cuda when a CUDA
+// device is usable, else cpu).
+Result<void> check_noarch_compatible(std::string_view variant, const Runtime& runtime);
+
+// Which variants a caller can use: compiled ones only (dlopen), or Python-only ones too
+// (the embedded Python runtime, kernelhub/python_kernel.hpp).
+enum class VariantKinds { compiled, compiled_or_python };
 
 // Verifies and loads a kernel, or returns the already loaded one for its namespace.
 // Thread-safe. Errors: hash_mismatch, unsafe_kernel, missing_dependency,
@@ -81,7 +91,8 @@ std::vector<std::shared_ptr<const LoadedKernel>> loaded_kernels();
 // metadata.json's `digest` when present, else from the bytes read (a local build is the
 // user's own code; it still gets the symbol and compatibility checks).
 Result<KernelSource> open_local_kernel(const std::filesystem::path& dir, std::string_view repo,
-                                       const Runtime& runtime);
+                                       const Runtime& runtime,
+                                       VariantKinds kinds = VariantKinds::compiled);
 
 // `metadata.json` of a source (trust::parse_kernel_metadata, every field optional), for
 // callers that need `version` (local library pins) or `id`; empty when there is none.
