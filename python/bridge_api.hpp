@@ -30,9 +30,9 @@ struct InterpreterSetup {
 
 // A Python exception, as the C++ side reports it.
 struct PythonFailure {
-  std::string type;      // "ValueError", or "package.module.Error"
-  std::string message;   // str(exception)
-  std::string file;      // innermost frame (a SyntaxError: where the error is)
+  std::string type;     // "ValueError", or "package.module.Error"
+  std::string message;  // str(exception)
+  std::string file;     // innermost frame (a SyntaxError: where the error is)
   int line = 0;
   std::string function;
   std::string traceback;  // the formatted traceback, for logs

@@ -81,8 +81,8 @@ Result<PythonInstall> probe_python(const util::Environment& env) {
                 "no Python found to run a Python kernel: set KERNELHUB_PYTHON to the python of "
                 "the environment whose torch this process runs");
   }
-  KH_TRY_ASSIGN(const auto answer,
-                variant::run_python(*python, {"-I", "-c", kScript}, env, kProbeTimeout, kMaxAnswer));
+  KH_TRY_ASSIGN(const auto answer, variant::run_python(*python, {"-I", "-c", kScript}, env,
+                                                       kProbeTimeout, kMaxAnswer));
   KH_TRY_ASSIGN(auto install, parse_answer(answer, *python));
   auto extra = extra_paths(env);
   install.path.insert(install.path.begin(), extra.begin(), extra.end());

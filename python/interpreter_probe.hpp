@@ -22,8 +22,8 @@ struct PythonInstall {
   std::string exec_prefix;
   std::string base_prefix;
   std::string base_exec_prefix;
-  std::vector<std::string> path;       // sys.path of `python -I`, then KERNELHUB_PYTHONPATH's
-  std::filesystem::path libpython;     // the shared libpython, empty when it has none
+  std::vector<std::string> path;    // sys.path of `python -I`, then KERNELHUB_PYTHONPATH's
+  std::filesystem::path libpython;  // the shared libpython, empty when it has none
   std::optional<std::filesystem::path> torch_dir;  // the torch package, not imported
 };
 

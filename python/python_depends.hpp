@@ -15,14 +15,15 @@
 namespace kernelhub::python::detail {
 
 struct PythonPackage {
-  std::string dependency;                 // the metadata name: "tvm-ffi"
-  std::string pip_package;                // "apache-tvm-ffi"
+  std::string dependency;                  // the metadata name: "tvm-ffi"
+  std::string pip_package;                 // "apache-tvm-ffi"
   std::optional<std::string> import_name;  // "tvm_ffi"; none: nothing to check
 };
 
 // backend: cpu, cuda, rocm, metal, xpu, neuron (what the kernel runs on here). incompatible_kernel
 // "Kernel module `<name>` uses unsupported kernel dependency: <dep>" for an unknown name.
-Result<std::vector<PythonPackage>> resolve_python_depends(
-    const std::vector<std::string>& depends, std::string_view backend, std::string_view kernel);
+Result<std::vector<PythonPackage>> resolve_python_depends(const std::vector<std::string>& depends,
+                                                          std::string_view backend,
+                                                          std::string_view kernel);
 
 }  // namespace kernelhub::python::detail

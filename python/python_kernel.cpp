@@ -51,7 +51,8 @@ void check_python_depends(Bridge& python, const detail::VerifiedPackage& package
   PythonFailure failure;
   const auto missing = value_or_raise(python.missing_modules(imports, failure), failure);
   for (const auto& p : packages) {
-    if (p.import_name && std::find(missing.begin(), missing.end(), *p.import_name) != missing.end()) {
+    if (p.import_name &&
+        std::find(missing.begin(), missing.end(), *p.import_name) != missing.end()) {
       throw BackendUnavailable("Kernel module `" + name + "` (" + package.spec.origin +
                                ") requires Python dependency `" + p.pip_package +
                                "`. Please install with: pip install " + p.pip_package +
@@ -105,8 +106,8 @@ const std::string& Kernel::repo() const { return state_->repo; }
 const std::string& Kernel::variant() const { return state_->variant; }
 
 Kernel import_kernel(const loader::KernelSource& source, const std::filesystem::path& variant_dir) {
-  auto package = value_or_raise(
-      detail::read_package(source, variant_dir, loader::current_runtime()));
+  auto package =
+      value_or_raise(detail::read_package(source, variant_dir, loader::current_runtime()));
   Bridge& python = bridge();
   check_python_depends(python, package);
   PythonFailure failure;
@@ -120,10 +121,9 @@ Kernel import_kernel(const loader::KernelSource& source, const std::filesystem::
 }
 
 Kernel get_local_kernel(const std::filesystem::path& path) {
-  auto source =
-      value_or_raise(loader::open_local_kernel(path, "local:" + path.string(),
-                                               loader::current_runtime(),
-                                               loader::VariantKinds::compiled_or_python));
+  auto source = value_or_raise(loader::open_local_kernel(path, "local:" + path.string(),
+                                                         loader::current_runtime(),
+                                                         loader::VariantKinds::compiled_or_python));
   std::error_code ec;
   const auto build = path / "build" / source.variant;
   const auto dir = std::filesystem::is_directory(build, ec) ? build : path;

@@ -35,8 +35,8 @@ Result<void> load_global(const std::filesystem::path& library, const std::string
                          void** handle = nullptr) {
   void* loaded = ::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (loaded == nullptr) {
-    return fail(ErrorCode::load_failed, "cannot load " + what + " " + library.string() + ": " +
-                                            dl_error());
+    return fail(ErrorCode::load_failed,
+                "cannot load " + what + " " + library.string() + ": " + dl_error());
   }
   if (handle != nullptr) *handle = loaded;
   return ok();
@@ -63,8 +63,8 @@ Result<InterpreterSetup> embedded_setup(const util::Environment& env) {
     return fail(ErrorCode::load_failed,
                 install.python.string() +
                     " has no shared libpython (it was built without --enable-shared); install "
-                    "your distribution's libpython" + version +
-                    " package or use a Python that has one");
+                    "your distribution's libpython" +
+                    version + " package or use a Python that has one");
   }
   KH_TRY(load_global(install.libpython, "libpython", &g_libpython));
   // A native kernel loaded before put the C-API shim first in the global scope: from now on
@@ -72,8 +72,8 @@ Result<InterpreterSetup> embedded_setup(const util::Environment& env) {
   if (loader::python_shim_loaded()) {
     auto* bind = reinterpret_cast<PythonShimBind>(::dlsym(RTLD_DEFAULT, kPythonShimBindSymbol));
     if (bind(&resolve_in_libpython) != 0) {
-      return fail(ErrorCode::load_failed, "cannot bind the Python C-API shim to " +
-                                              install.libpython.string());
+      return fail(ErrorCode::load_failed,
+                  "cannot bind the Python C-API shim to " + install.libpython.string());
     }
   }
   InterpreterSetup setup;
@@ -99,8 +99,8 @@ Result<Bridge*> load_bridge(const util::Environment& env) {
     auto* factory = reinterpret_cast<BridgeFactory>(::dlsym(handle, kBridgeFactorySymbol));
     Bridge* bridge = factory != nullptr ? factory() : nullptr;
     if (bridge == nullptr || bridge->abi() != kBridgeAbi) {
-      return fail(ErrorCode::load_failed, candidate.string() +
-                                              " is not the Python bridge of this kernelhub build");
+      return fail(ErrorCode::load_failed,
+                  candidate.string() + " is not the Python bridge of this kernelhub build");
     }
     return bridge;
   }

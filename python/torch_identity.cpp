@@ -42,8 +42,8 @@ Result<void> check_same_torch(const std::filesystem::path& torch_dir) {
       ours_st.st_ino != theirs_st.st_ino) {
     return fail(ErrorCode::incompatible_kernel,
                 "the Python found for Python kernels imports torch from " + torch_dir.string() +
-                    ", whose libtorch (" + theirs.string() + ") is not the one this process runs (" +
-                    mapped.string() +
+                    ", whose libtorch (" + theirs.string() +
+                    ") is not the one this process runs (" + mapped.string() +
                     "); set KERNELHUB_PYTHON to the python of the environment this app's libtorch "
                     "comes from");
   }

@@ -57,14 +57,16 @@ Result<VerifiedPackage> read_package(const loader::KernelSource& source,
   const std::string what = source.repo + " (" + source.variant + ")";
   if (!has_metadata || !package.metadata.id) {
     return fail(ErrorCode::incompatible_kernel,
-                what + " has no metadata.json with an `id`, the module name a Python kernel is "
-                       "imported under; it predates kernel-builder's metadata format");
+                what +
+                    " has no metadata.json with an `id`, the module name a Python kernel is "
+                    "imported under; it predates kernel-builder's metadata format");
   }
   if (!is_kernel_module_name(*package.metadata.id)) {
     return fail(ErrorCode::unsafe_kernel,
-                what + "'s metadata.json `id` is not a kernel module name (an identifier that "
-                       "starts with '_', as kernel-builder writes `_<name>_<backend>_<hash>`); "
-                       "refusing a name that could shadow another module");
+                what +
+                    "'s metadata.json `id` is not a kernel module name (an identifier that "
+                    "starts with '_', as kernel-builder writes `_<name>_<backend>_<hash>`); "
+                    "refusing a name that could shadow another module");
   }
   package.spec.module_name = *package.metadata.id;
   package.spec.origin = what;
@@ -76,8 +78,8 @@ Result<VerifiedPackage> read_package(const loader::KernelSource& source,
   } else if (named_root != "/" && has_file(package.spec, named_root + "__init__.py")) {
     package.spec.root = named_root;
   } else {
-    return fail(ErrorCode::incompatible_kernel, "No kernel module found in " + what +
-                                                    ": it has no __init__.py");
+    return fail(ErrorCode::incompatible_kernel,
+                "No kernel module found in " + what + ": it has no __init__.py");
   }
   return package;
 }

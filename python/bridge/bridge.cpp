@@ -118,8 +118,8 @@ class CPythonBridge final : public detail::Bridge {
     if (!tuple) return take_python_error(importer_, "call", failure);
     for (std::size_t i = 0; i < args.size(); ++i) {
       PyObject* item = to_python(args[i]);
-      if (item == nullptr) return take_python_error(importer_, "argument " + std::to_string(i),
-                                                    failure);
+      if (item == nullptr)
+        return take_python_error(importer_, "argument " + std::to_string(i), failure);
       PyTuple_SET_ITEM(tuple.get(), static_cast<Py_ssize_t>(i), item);  // steals
     }
     const bool has_kwargs = arguments.kwargs != nullptr && !arguments.kwargs->empty();
@@ -152,8 +152,8 @@ class CPythonBridge final : public detail::Bridge {
   static void use_spawn() {
     Owned multiprocessing(PyImport_ImportModule("multiprocessing"));
     if (multiprocessing) {
-      Owned done(PyObject_CallMethod(multiprocessing.get(), "set_start_method", "sO", "spawn",
-                                     Py_False));
+      Owned done(
+          PyObject_CallMethod(multiprocessing.get(), "set_start_method", "sO", "spawn", Py_False));
     }
     PyErr_Clear();  // already set by someone else: theirs stands
   }

@@ -69,10 +69,9 @@ Result<void> start_interpreter(const InterpreterSetup& setup, bool& owns) {
   const PyStatus status = Py_InitializeFromConfig(&config);
   PyConfig_Clear(&config);
   if (PyStatus_Exception(status)) {
-    return fail(ErrorCode::load_failed,
-                std::string("the embedded Python did not start: ") +
-                    (status.func ? std::string(status.func) + ": " : "") +
-                    (status.err_msg ? status.err_msg : "unknown error"));
+    return fail(ErrorCode::load_failed, std::string("the embedded Python did not start: ") +
+                                            (status.func ? std::string(status.func) + ": " : "") +
+                                            (status.err_msg ? status.err_msg : "unknown error"));
   }
   owns = true;
   return ok();
@@ -90,8 +89,8 @@ Result<PyObject*> prepare_interpreter(const InterpreterSetup& setup, PythonFailu
   Py_DECREF(file);
   if (utf8 == nullptr) return take_python_error(nullptr, "torch.__file__", failure);
   std::error_code ec;
-  const auto imported = std::filesystem::weakly_canonical(
-      std::filesystem::path(torch_file).parent_path(), ec);
+  const auto imported =
+      std::filesystem::weakly_canonical(std::filesystem::path(torch_file).parent_path(), ec);
   const auto expected = std::filesystem::weakly_canonical(setup.torch_dir, ec);
   if (!setup.torch_dir.empty() && imported != expected) {
     return fail(ErrorCode::incompatible_kernel,

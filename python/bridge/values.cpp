@@ -60,9 +60,8 @@ Result<c10::IValue> convert_dict(PyObject* dict, int depth) {
   Py_ssize_t position = 0;
   while (PyDict_Next(dict, &position, &key, &value) != 0) {
     if (!PyUnicode_Check(key)) {
-      return fail(ErrorCode::python_error,
-                  "the kernel returned a dict with a " + type_name(key) +
-                      " key; only str keys cross to C++");
+      return fail(ErrorCode::python_error, "the kernel returned a dict with a " + type_name(key) +
+                                               " key; only str keys cross to C++");
     }
     const char* utf8 = PyUnicode_AsUTF8(key);
     if (utf8 == nullptr) return fail(ErrorCode::python_error, "");

@@ -99,5 +99,4 @@ def fail(message):
   return kernel;
 }
 
-
 }  // namespace kernelhub::testing

@@ -117,7 +117,8 @@ int isolation(const std::string& root, const std::string& cwd) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: kh_python_app native-then-python ROOT NATIVE | signals ROOT | off ROOT | isolation ROOT CWD\n";
+    std::cerr << "usage: kh_python_app native-then-python ROOT NATIVE | signals ROOT | off ROOT | "
+                 "isolation ROOT CWD\n";
     return 2;
   }
   const std::string mode = argv[1];

@@ -55,11 +55,12 @@ TEST_CASE("a syntax error in a kernel is a PythonError that points at it", "[pyt
 TEST_CASE("a kernel whose import raises leaves nothing of itself in sys.modules", "[python]") {
   TempDir dir;
   const auto observe = observer(dir);
-  write_noarch_kernel(dir.path() / "raises",
-                      named("py-raises", {{"__init__.py",
-                                           "from . import part\n"
-                                           "raise RuntimeError('kernel import failed on purpose')\n"},
-                                          {"part.py", "X = 1\n"}}));
+  write_noarch_kernel(
+      dir.path() / "raises",
+      named("py-raises", {{"__init__.py",
+                           "from . import part\n"
+                           "raise RuntimeError('kernel import failed on purpose')\n"},
+                          {"part.py", "X = 1\n"}}));
   for (int attempt = 0; attempt < 2; ++attempt) {  // the second import runs again, from scratch
     try {
       kpy::get_local_kernel(dir.path() / "raises");
@@ -121,29 +122,32 @@ TEST_CASE("a module outside the variant's files cannot be imported from it, even
 
 TEST_CASE("a 1 GB source file is refused before it is read", "[python]") {
   TempDir dir;
-  const auto variant =
-      write_noarch_kernel(dir.path(), named("py-huge", {{"__init__.py", "from . import huge\n"},
-                                                        {"huge.py", "X = 1\n"}}));
+  const auto variant = write_noarch_kernel(
+      dir.path(),
+      named("py-huge", {{"__init__.py", "from . import huge\n"}, {"huge.py", "X = 1\n"}}));
   std::filesystem::resize_file(variant / "huge.py", std::uintmax_t{1} << 30);  // sparse
   const auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_WITH(kpy::get_local_kernel(dir.path()), Catch::Contains("huge.py is 1073741824 bytes"));
+  CHECK_THROWS_WITH(kpy::get_local_kernel(dir.path()),
+                    Catch::Contains("huge.py is 1073741824 bytes"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }
 
-TEST_CASE("a kernel that replaces another kernel's sys.modules entries is refused, and theirs "
-          "are put back",
-          "[python]") {
+TEST_CASE(
+    "a kernel that replaces another kernel's sys.modules entries is refused, and theirs "
+    "are put back",
+    "[python]") {
   TempDir dir;
   const auto observe = observer(dir);
   const std::string victim = observe.module_name();
   write_noarch_kernel(
       dir.path() / "clobber",
-      named("py-clobber",
-            {{"__init__.py", "import sys, types\n"
-                             "for name in [n for n in sys.modules if n.startswith('" +
-                                 victim + "')]:\n"
-                                          "    sys.modules[name] = types.ModuleType(name)\n"
-                                          "def ok():\n    return True\n"}}));
+      named("py-clobber", {{"__init__.py",
+                            "import sys, types\n"
+                            "for name in [n for n in sys.modules if n.startswith('" +
+                                victim +
+                                "')]:\n"
+                                "    sys.modules[name] = types.ModuleType(name)\n"
+                                "def ok():\n    return True\n"}}));
   const auto before = modules_named(observe, victim);
   try {
     kpy::get_local_kernel(dir.path() / "clobber");

@@ -18,7 +18,6 @@ using kernelhub::testing::ops_kernel;
 using kernelhub::testing::TempDir;
 using kernelhub::testing::write_noarch_kernel;
 
-
 TEST_CASE("a Python kernel's functions run on the caller's tensors, without copies", "[python]") {
   TempDir dir;
   write_noarch_kernel(dir.path(), ops_kernel());

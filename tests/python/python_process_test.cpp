@@ -39,9 +39,10 @@ std::map<std::string, std::string> run_app(const std::vector<std::string>& args,
 
 }  // namespace
 
-TEST_CASE("libpython is mapped only when a Python kernel is first used, and a native kernel's "
-          "C-API shim then forwards to it",
-          "[python]") {
+TEST_CASE(
+    "libpython is mapped only when a Python kernel is first used, and a native kernel's "
+    "C-API shim then forwards to it",
+    "[python]") {
   TempDir dir;
   write_noarch_kernel(dir.path(), ops_kernel());
   auto said = run_app({"native-then-python", dir.path().string(), KH_NATIVE_VARIANT_DIR});
@@ -78,9 +79,10 @@ TEST_CASE("KERNELHUB_PYTHON=off forbids Python kernels, and nothing of Python is
   CHECK(said["libpython_end"] == "0");
 }
 
-TEST_CASE("the embedded interpreter is isolated: no PYTHONPATH, no current directory, no user "
-          "site, no bytecode, and KERNELHUB_PYTHONPATH is the named way in",
-          "[python]") {
+TEST_CASE(
+    "the embedded interpreter is isolated: no PYTHONPATH, no current directory, no user "
+    "site, no bytecode, and KERNELHUB_PYTHONPATH is the named way in",
+    "[python]") {
   TempDir dir;
   const auto variant = write_noarch_kernel(dir.path() / "kernel", ops_kernel());
   const auto planted = dir.path() / "planted";

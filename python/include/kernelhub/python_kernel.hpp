@@ -55,9 +55,9 @@ class KernelRefused : public BackendUnavailable {
 class PythonError : public KernelError {
  public:
   struct Details {
-    std::string type;      // "ValueError", "triton.compiler.errors.CompilationError"
-    std::string message;   // str(exception)
-    std::string file;      // innermost frame ("kernelhub://<module>/<path>" for kernel code)
+    std::string type;     // "ValueError", "triton.compiler.errors.CompilationError"
+    std::string message;  // str(exception)
+    std::string file;     // innermost frame ("kernelhub://<module>/<path>" for kernel code)
     int line = 0;
     std::string function;
     std::string traceback;
@@ -76,8 +76,8 @@ class PythonError : public KernelError {
 };
 
 struct KernelOptions {
-  std::optional<std::uint64_t> version;   // branch v<N>
-  std::optional<std::string> revision;    // a branch, tag or commit; not with version
+  std::optional<std::uint64_t> version;  // branch v<N>
+  std::optional<std::string> revision;   // a branch, tag or commit; not with version
 };
 
 using Args = std::vector<c10::IValue>;
