@@ -1,6 +1,7 @@
 // The *_hub backends: kernels fetched from the Hub (through kernelhubd, or embedded),
 // verified and dlopen'ed by the loader, called through their published op schemas. Repos
 // and versions follow Diffusers 0.42.1's hub kernel registry.
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -16,8 +17,8 @@
 namespace kernelhub::attention::detail {
 namespace {
 
-std::shared_ptr<LazyOp> hub_op(std::string_view backend, std::string_view repo, int version,
-                               std::string op) {
+std::shared_ptr<LazyOp> hub_op(std::string_view backend, std::string_view repo,
+                               std::uint64_t version, std::string op) {
   HubKernelSpec spec{backend, repo, version};
   return std::make_shared<LazyOp>(
       std::string(backend), [spec] { return provide_hub_kernel(spec); }, std::move(op));

@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-#include "kernelhub/attention/kernel_provider.hpp"
+#include "kernelhub/provider/process_environment.hpp"
 #include "registry.hpp"
 
 namespace kernelhub::attention::detail {
@@ -170,7 +170,7 @@ bool checks_enabled() { return detail::state().checks.load(std::memory_order_rel
 void set_checks_enabled(bool enabled) { detail::state().checks.store(enabled); }
 
 void set_kernel_lockfile(const std::string& path) {
-  detail::set_lockfile_override(std::optional<std::string>(path));
+  provider::set_lockfile_override(std::optional<std::string>(path));
 }
 
 }  // namespace kernelhub::attention

@@ -11,7 +11,7 @@
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <ATen/ops/sub.h>
 
-#include "kernelhub/attention/kernel_provider.hpp"
+#include "kernelhub/provider/process_environment.hpp"
 
 namespace kernelhub::testing {
 
@@ -23,7 +23,7 @@ void set_dispatcher_env(const std::map<std::string, std::string>& env) {
       ::setenv(name.c_str(), value.c_str(), 1);
     }
   }
-  attention::detail::reload_process_environment();
+  provider::reload_process_environment();
 }
 
 std::filesystem::path fixture_root() { return std::filesystem::path(KH_BUILD_DIR) / "fixtures"; }
