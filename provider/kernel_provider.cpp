@@ -43,8 +43,9 @@ std::filesystem::path local_variant_dir(const std::filesystem::path& dir,
 }
 
 Result<ProvidedKernel> open_local(const std::string& context, const std::string& path,
-                                  const std::string& fix) {
-  auto source = loader::open_local_kernel(path, "local:" + path, loader::current_runtime());
+                                  const std::string& fix,
+                                  loader::VariantKinds kinds = loader::VariantKinds::compiled) {
+  auto source = loader::open_local_kernel(path, "local:" + path, loader::current_runtime(), kinds);
   if (!source) return fail(in_context(std::move(source).error(), context, fix));
   ProvidedKernel kernel;
   kernel.variant_dir = local_variant_dir(path, source->variant);
@@ -71,7 +72,7 @@ Result<ProvidedKernel> provide_hub_source(const HubKernelSpec& spec) {
   if (auto local = locals.find(spec.repo); local != locals.end()) {
     const std::string context = std::string(spec.user) + ": local kernel " +
                                 std::string(spec.repo) + " at " + local->second;
-    return open_local(context, local->second, "Check the LOCAL_KERNELS entry.");
+    return open_local(context, local->second, "Check the LOCAL_KERNELS entry.", spec.kinds);
   }
 
   const std::string context =

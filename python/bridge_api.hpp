@@ -45,6 +45,18 @@ struct SourceFile {
   std::string bytes;
 };
 
+// A strong reference to a Python object, owned by the caller: give it back with release().
+using ObjectRef = void*;
+
+// A kernel this one depends on (metadata.json `kernel-depends`), loaded before it: the
+// imported module of a Python-only kernel, or the ops namespace of a compiled one (which the
+// kernel sees as a module with `ops`).
+struct Dependency {
+  std::string repo;  // "org/name", the key of kernels.get_kernel_dep
+  ObjectRef module = nullptr;
+  std::string ops_namespace;  // when module is null
+};
+
 // A kernel package to import from memory.
 struct PackageSpec {
   std::string module_name;  // metadata.json `id`: the name the package gets in sys.modules
@@ -52,10 +64,8 @@ struct PackageSpec {
   std::string display_dir;  // the variant folder on disk, for __file__ only (never read)
   std::string origin;       // "kernels-community/x (torch-cpu)", for messages
   std::vector<SourceFile> files;
+  std::vector<Dependency> dependencies;
 };
-
-// A strong reference to a Python object, owned by the caller: give it back with release().
-using ObjectRef = void*;
 
 struct CallArguments {
   const std::vector<c10::IValue>* args = nullptr;

@@ -76,9 +76,21 @@ class CPythonBridge final : public detail::Bridge {
         return take_python_error(importer_, "cannot hold " + spec.origin, failure);
       }
     }
-    Owned module(PyObject_CallMethod(importer_, "install", "sOsss", spec.module_name.c_str(),
+    Owned dependencies(PyDict_New());
+    for (const auto& dependency : spec.dependencies) {
+      Owned module(dependency.module != nullptr
+                       ? (Py_INCREF(static_cast<PyObject*>(dependency.module)),
+                          static_cast<PyObject*>(dependency.module))
+                       : PyObject_CallMethod(importer_, "native_dependency", "s",
+                                             dependency.ops_namespace.c_str()));
+      if (!module ||
+          PyDict_SetItemString(dependencies.get(), dependency.repo.c_str(), module.get()) != 0) {
+        return take_python_error(importer_, "dependency " + dependency.repo, failure);
+      }
+    }
+    Owned module(PyObject_CallMethod(importer_, "install", "sOsssO", spec.module_name.c_str(),
                                      files.get(), spec.root.c_str(), spec.display_dir.c_str(),
-                                     spec.origin.c_str()));
+                                     spec.origin.c_str(), dependencies.get()));
     if (!module) return take_python_error(importer_, "importing " + spec.origin, failure);
     return static_cast<ObjectRef>(module.release());
   }

@@ -9,11 +9,13 @@ a file that may have changed since. `__file__` still names the file on disk, for
 that look for data files beside their code.
 """
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.util
 import sys
 import traceback
+import types
 
 _KERNELS = {}  # package name -> _VariantFinder, for every kernel imported so far
 
@@ -105,7 +107,28 @@ def _forget(name):
         del sys.modules[key]
 
 
-def install(name, files, root, display_dir, origin):
+def native_dependency(namespace):
+    """A compiled kernel this kernel depends on, as a module with its ops (torch.ops.<ns>)."""
+    import torch
+    module = types.ModuleType(namespace)
+    module.ops = getattr(torch.ops, namespace)
+    return module
+
+
+def _dependency_scope(dependencies):
+    """kernels.get_kernel_dep answers from `dependencies` while the kernel imports, as it
+    does under `kernels` (which a kernel using it must have installed)."""
+    if dependencies:
+        try:
+            from kernels.deps import use_kernel_deps
+        except ImportError:
+            pass
+        else:
+            return use_kernel_deps(dependencies)
+    return contextlib.nullcontext()
+
+
+def install(name, files, root, display_dir, origin, dependencies=None):
     """Imports a kernel package from `files`; the module imported before under this name
     if there is one. A failed import leaves nothing of the package behind, and a kernel that
     replaces another kernel's modules in sys.modules is refused (theirs are put back)."""
@@ -119,7 +142,8 @@ def install(name, files, root, display_dir, origin):
     finder = _VariantFinder(name, files, root, display_dir, origin)
     sys.meta_path.insert(0, finder)
     try:
-        module = importlib.import_module(name)
+        with _dependency_scope(dependencies):
+            module = importlib.import_module(name)
         clobbered = sorted(k for k, m in before.items() if sys.modules.get(k) is not m)
         if sys.modules.get("torch") is not torch_before:
             clobbered.append("torch")

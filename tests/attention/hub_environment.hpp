@@ -18,7 +18,7 @@ namespace kernelhub::testing {
 
 struct HubEnvironmentOptions {
   bool with_daemon = false;                // fetch through a kernelhubd instead of in-process
-  std::map<std::string, std::string> env;  // extra variables (e.g. DIFFUSERS_TRUST_REMOTE_KERNELS)
+  std::map<std::string, std::string> env = {};  // extra variables (e.g. DIFFUSERS_TRUST_REMOTE_KERNELS)
 };
 
 class HubEnvironment {

@@ -76,8 +76,8 @@ class PythonError : public KernelError {
 };
 
 struct KernelOptions {
-  std::optional<std::uint64_t> version;  // branch v<N>
-  std::optional<std::string> revision;   // a branch, tag or commit; not with version
+  std::optional<std::uint64_t> version = std::nullopt;  // branch v<N>
+  std::optional<std::string> revision = std::nullopt;   // a branch, tag or commit; not with version
 };
 
 using Args = std::vector<c10::IValue>;
@@ -97,8 +97,9 @@ class Kernel {
   const std::string& repo() const;
   const std::string& variant() const;
 
-  struct State;
+  struct State;  // python/edge.hpp
   explicit Kernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  const std::shared_ptr<State>& state() const { return state_; }
 
  private:
   std::shared_ptr<State> state_;

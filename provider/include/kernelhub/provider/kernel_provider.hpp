@@ -27,6 +27,10 @@ struct HubKernelSpec {
   std::string_view repo;  // "kernels-community/flash-attn2"
   std::optional<std::uint64_t> version = std::nullopt;
   std::optional<std::string> revision = std::nullopt;
+  // What the caller can use: compiled builds (the dispatcher's dlopen), or Python-only ones
+  // too (the Python runtime). Picks a LOCAL_KERNELS build; the Hub's selection is the
+  // fetcher's, which ranks compiled builds first.
+  loader::VariantKinds kinds = loader::VariantKinds::compiled;
 };
 
 // A locally installed kernel library (LOCAL_KERNELS[library]) and the version pin Diffusers

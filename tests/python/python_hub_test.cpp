@@ -1,0 +1,92 @@
+// Python-only kernels from the fixture Hub, fetched as every hub kernel is (in-process, or
+// through kernelhubd), verified, and imported: py-ops, a Triton kernel on CPU tensors
+// (TRITON_INTERPRET=1), flash-attn4's interface against SDPA, and the trust rule. Every
+// TEST_CASE runs in its own process under ctest: one interpreter per process.
+#include <ATen/ATen.h>
+
+#include "attention/hub_environment.hpp"
+#include "kernelhub/python_kernel.hpp"
+
+// Last: c10 defines its own CHECK macro, which must not replace Catch's.
+#include <catch2/catch.hpp>
+
+namespace kpy = kernelhub::python;
+using kernelhub::testing::HubEnvironment;
+using kernelhub::testing::HubEnvironmentOptions;
+using kernelhub::testing::max_abs_diff;
+using kernelhub::testing::sdpa_reference;
+
+namespace {
+
+void runs_the_fixture_kernels(bool with_daemon) {
+  const HubEnvironment hub(
+      HubEnvironmentOptions{.with_daemon = with_daemon, .env = {{"TRITON_INTERPRET", "1"}}});
+
+  const auto ops = kpy::get_kernel("kernels-community/py-ops", {.version = 1});
+  CHECK(ops.variant() == "torch-cpu");  // the backend's build before torch-universal
+  CHECK(ops.module_name().starts_with("_py_ops_cpu_"));
+  CHECK(ops.call("module_name").toStringRef() == ops.module_name());
+  auto x = at::ones({3});
+  CHECK(ops.call("add_", {x, at::ones({3})}).toTensor().data_ptr() == x.data_ptr());
+  CHECK(x.equal(at::full({3}, 2.0)));
+  CHECK_THAT(ops.call("source_of_twice").toStringRef(), Catch::Contains("def twice"));
+
+  // @triton.jit read its source from the import hook; the kernel runs on CPU tensors.
+  const auto triton = kpy::get_kernel("kernels-community/triton-axpy", {.version = 1});
+  const auto a = at::randn({1000});
+  const auto b = at::randn({1000});
+  const auto out = triton.call("axpy", {2.5, a, b}).toTensor();
+  CHECK(max_abs_diff(out, 2.5 * a + b) < 1e-5);
+
+  const auto fa4 = kpy::get_kernel("kernels-community/flash-attn4", {.version = 0});
+  const auto q = at::randn({2, 16, 4, 32});
+  const auto k = at::randn({2, 16, 2, 32});  // GQA
+  const auto v = at::randn({2, 16, 2, 32});
+  const auto result =
+      fa4.call("flash_attn_func", {},
+               {{"q", q}, {"k", k}, {"v", v}, {"causal", true}, {"return_lse", true}});
+  const auto& parts = result.toTupleRef().elements();
+  CHECK(max_abs_diff(parts.at(0).toTensor(), sdpa_reference(q, k, v, true)) < 1e-4);
+  CHECK(parts.at(1).toTensor().sizes() == at::IntArrayRef({2, 4, 16}));
+}
+
+}  // namespace
+
+TEST_CASE("Python-only hub kernels run from C++, fetched in-process", "[python][hub]") {
+  runs_the_fixture_kernels(false);
+}
+
+TEST_CASE("Python-only hub kernels run from C++, fetched through kernelhubd", "[python][hub]") {
+  runs_the_fixture_kernels(true);
+}
+
+TEST_CASE("Python kernels follow the trust rule", "[python][hub]") {
+  const HubEnvironment hub;
+  CHECK_THROWS_AS(kpy::get_kernel("SageAttention/sage-blackwell", {.version = 1}),
+                  kpy::KernelRefused);
+  kernelhub::testing::set_dispatcher_env({{"DIFFUSERS_TRUST_REMOTE_KERNELS", "true"}});
+  const auto sage = kpy::get_kernel("SageAttention/sage-blackwell", {.version = 1});
+  CHECK(sage.has("sageattn3_blackwell"));
+  kernelhub::testing::set_dispatcher_env({{"DIFFUSERS_DISABLE_REMOTE_CODE", "true"}});
+  CHECK_THROWS_AS(kpy::get_kernel("kernels-community/py-ops", {.version = 1}), kpy::KernelRefused);
+}
+
+TEST_CASE("hostile hub kernels are typed errors, through kernelhubd too", "[python][hub]") {
+  const HubEnvironment hub(HubEnvironmentOptions{.with_daemon = true});
+  CHECK_THROWS_AS(kpy::get_kernel("kernels-community/py-syntax-error"), kpy::PythonError);
+  CHECK_THROWS_WITH(kpy::get_kernel("kernels-community/py-missing-depends"),
+                    Catch::Contains("pip install einops"));
+  CHECK_THROWS_WITH(kpy::get_kernel("kernels-community/py-unknown-depends"),
+                    Catch::Contains("unsupported kernel dependency"));
+  try {
+    kpy::get_kernel("kernels-community/py-import-raises");
+    FAIL("imported");
+  } catch (const kpy::PythonError& error) {
+    CHECK(error.type() == "RuntimeError");
+  }
+  CHECK_THROWS_AS(kpy::get_kernel("kernels-community/py-outside-import"), kpy::PythonError);
+  // Compiled kernels are not imported here: a clear refusal, not a wrong import.
+  CHECK_THROWS_WITH(kpy::get_kernel("kernels-community/relu"), Catch::Contains("is compiled"));
+  const auto ops = kpy::get_kernel("kernels-community/py-ops");
+  CHECK(ops.call("version_mark").toStringRef() == "py-ops original");
+}
