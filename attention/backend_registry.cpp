@@ -1,4 +1,4 @@
-// The table of every backend, built once from the three family registrations.
+// The table of every backend, built once from the four family registrations.
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -21,6 +21,7 @@ Table build_table() {
   register_native_backends(table.backends);
   register_hub_backends(table.backends);
   register_library_backends(table.backends);
+  register_python_backends(table.backends);
 
   const auto& names = backend_names();
   std::string problems;

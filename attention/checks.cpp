@@ -81,4 +81,12 @@ void check_shape(const AttentionInputs& inputs) {
   }
 }
 
+void check_head_dim_64_or_128(const AttentionInputs& inputs) {
+  const int64_t head_dim = inputs.query.size(-1);
+  if (head_dim != 64 && head_dim != 128) {
+    throw InvalidInput("Query, key, and value must have a head dimension of 64 or 128, got " +
+                       std::to_string(head_dim) + ".");
+  }
+}
+
 }  // namespace kernelhub::attention::detail

@@ -47,25 +47,6 @@ Backend sage_backend(const std::shared_ptr<SageKernel>& sage) {
   return backend;
 }
 
-// Backends whose kernels exist only as Python orchestration (CuTe-DSL, Triton): after the
-// device requirement, a precise refusal instead of a half-working port.
-Backend python_only_backend(std::string name, std::function<void()> require_device,
-                            std::string why) {
-  Backend backend;
-  backend.name = std::move(name);
-  backend.constraints = {check_device_cuda, check_qkv_dtype_bf16_or_fp16, check_shape};
-  backend.activate = [name = backend.name, require_device = std::move(require_device),
-                      why = std::move(why)] {
-    require_device();
-    throw BackendUnavailable(name + " cannot run in a C++ process: " + why +
-                             " Use flash_hub, _flash_3_hub or a native backend instead.");
-  };
-  backend.run = [](const AttentionInputs&) -> at::Tensor {
-    throw BackendUnavailable("unreachable: the backend refuses activation");
-  };
-  return backend;
-}
-
 }  // namespace
 
 void register_hub_backends(std::vector<Backend>& table) {
@@ -79,15 +60,6 @@ void register_hub_backends(std::vector<Backend>& table) {
   table.push_back(make_flash3_backend("_flash_3_hub", flash3, false));
   table.push_back(make_flash3_backend("_flash_3_varlen_hub", flash3_varlen, true));
   table.push_back(sage_backend(std::make_shared<SageKernel>("sage_hub")));
-
-  table.push_back(python_only_backend(
-      "flash_4_hub", [] { require_cuda("flash_4_hub", 9, 0); },
-      "kernels-community/flash-attn4 is a noarch CuTe-DSL kernel that is compiled from Python at "
-      "run time; it ships no shared object with torch ops."));
-  table.push_back(python_only_backend(
-      "sage_blackwell_hub", [] { require_cuda("sage_blackwell_hub", 12, 0); },
-      "SageAttention/sage-blackwell's sageattn3_blackwell is Python orchestration (FP4 "
-      "quantisation and scheduling in Python) around its ops, with no C++ port in kernelhub."));
 
   // ROCm: the CK build of flash-attention 2 exports FA2's `fwd` schema.
   auto aiter = hub_op("aiter_fa2_hub", "kernels-community/aiter-flash-attn-ck", 1, "fwd");

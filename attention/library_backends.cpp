@@ -1,4 +1,4 @@
-// Library backends (flash, flash_varlen, _flash_3, _flash_varlen_3, sage, sage_varlen,
+// Library backends (flash, flash_varlen, _flash_3, _flash_varlen_3, sage, the compiled
 // _sage_qk_*, xformers): Diffusers imports a pip-installed package for these; a C++ process
 // loads a locally installed kernel build of that library instead, named in LOCAL_KERNELS
 // (flash-attn=/path:sageattention=/path:...), with the version pin Diffusers applies.
@@ -28,22 +28,6 @@ std::shared_ptr<LazyOp> library_op(std::string_view backend, LibrarySpec spec, s
   spec.backend = backend;
   return std::make_shared<LazyOp>(
       std::string(backend), [spec] { return provide_local_library(spec); }, std::move(op));
-}
-
-Backend refused_backend(std::string name, std::vector<Constraint> constraints,
-                        std::function<void()> require_device, std::string why) {
-  Backend backend;
-  backend.name = std::move(name);
-  backend.constraints = std::move(constraints);
-  backend.activate = [name = backend.name, require_device = std::move(require_device),
-                      why = std::move(why)] {
-    require_device();
-    throw BackendUnavailable(name + " cannot run in a C++ process: " + why);
-  };
-  backend.run = [](const AttentionInputs&) -> at::Tensor {
-    throw BackendUnavailable("unreachable: the backend refuses activation");
-  };
-  return backend;
 }
 
 Backend sage_library_backend(const std::string& name, std::function<void()> require_device,
@@ -133,11 +117,6 @@ void register_library_backends(std::vector<Backend>& table) {
                                       library_op("_flash_varlen_3", kFlashAttn3, "fwd"), true));
 
   table.push_back(sage_library_backend("sage", [] {}));
-  table.push_back(refused_backend(
-      "sage_varlen", {check_device_cuda, check_qkv_dtype_bf16_or_fp16, check_shape},
-      [] { require_cuda("sage_varlen", 8, 0); },
-      "sageattn_varlen quantises with Triton kernels launched from Python; sageattention has no "
-      "compiled varlen op. Use flash_varlen_hub for key-padding masks."));
   // The fp8-PV kernels: sm89 tiles, and the sm90 (Hopper) build; Diffusers requires sm90 for
   // both.
   Backend fp8_cuda = sage_library_backend(
@@ -154,11 +133,6 @@ void register_library_backends(std::vector<Backend>& table) {
       "_sage_qk_int8_pv_fp16_cuda", [] { require_cuda("_sage_qk_int8_pv_fp16_cuda", 8, 0); });
   fp16_cuda.constraints = {check_device_cuda_atleast_sm<8, 0>, check_shape};
   table.push_back(std::move(fp16_cuda));
-  table.push_back(refused_backend(
-      "_sage_qk_int8_pv_fp16_triton", {check_device_cuda_atleast_sm<8, 0>, check_shape},
-      [] { require_cuda("_sage_qk_int8_pv_fp16_triton", 8, 0); },
-      "its quantisation and attention are Triton kernels launched from Python. Use "
-      "_sage_qk_int8_pv_fp16_cuda or sage."));
   table.push_back(xformers_backend());
 }
 

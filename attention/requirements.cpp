@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <string>
 
 #include <ATen/Context.h>
@@ -35,6 +36,13 @@ std::string tail(std::string_view alternatives) {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<bool> g_relaxed{false};
+}  // namespace
+
+void relax_device_requirements(bool relaxed) { g_relaxed.store(relaxed); }
+bool device_requirements_relaxed() { return g_relaxed.load(); }
 
 std::optional<std::pair<int, int>> cuda_compute_capability(int device) {
   void* cudart = loaded_cudart();

@@ -113,9 +113,13 @@ Kernel get_kernel(std::string_view repo, const KernelOptions& options) {
   provider::HubKernelSpec spec{.user = "python kernel",
                                .repo = repo,
                                .version = options.version,
-                               .revision = options.revision,
-                               .kinds = loader::VariantKinds::compiled_or_python};
+                               .revision = options.revision};
   if (!spec.version && !spec.revision) spec.version = 1;
+  return get_hub_kernel(std::move(spec));
+}
+
+Kernel get_hub_kernel(provider::HubKernelSpec spec) {
+  spec.kinds = loader::VariantKinds::compiled_or_python;
   auto provided = value_or_raise(provider::provide_hub_source(spec));
   if (!is_python_only(provided.source.variant)) {
     throw BackendUnavailable(provided.context + ": the build served, " + provided.source.variant +

@@ -17,8 +17,9 @@
 namespace kernelhub::testing {
 
 struct HubEnvironmentOptions {
-  bool with_daemon = false;                // fetch through a kernelhubd instead of in-process
-  std::map<std::string, std::string> env = {};  // extra variables (e.g. DIFFUSERS_TRUST_REMOTE_KERNELS)
+  bool with_daemon = false;  // fetch through a kernelhubd instead of in-process
+  std::map<std::string, std::string> env =
+      {};  // extra variables (e.g. DIFFUSERS_TRUST_REMOTE_KERNELS)
 };
 
 class HubEnvironment {

@@ -155,8 +155,7 @@ TEST_CASE("a library backend without LOCAL_KERNELS says how to provide it", "[li
   }
 }
 
-TEST_CASE("backends that need a GPU or Python refuse on this CPU machine with the reason",
-          "[library]") {
+TEST_CASE("backends that need a GPU refuse on this CPU machine with the reason", "[library]") {
   set_dispatcher_env({{"LOCAL_KERNELS", local_kernels()}});
   const std::pair<const char*, const char*> expected[] = {
       {"sage_varlen", "CUDA"},

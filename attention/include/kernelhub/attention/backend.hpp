@@ -1,9 +1,11 @@
 // The dispatcher's backend table (internal). Each family registers its backends from one
-// function: native_backends.cpp (native, _native_*, flex), hub_backends.cpp (every *_hub),
-// library_backends.cpp (flash, flash_varlen, _flash_3, _flash_varlen_3, sage, sage_varlen,
-// _sage_qk_*, xformers: locally installed kernel builds). The registry calls them once,
-// explicitly, because self-registering statics are dropped when a static library is linked.
-// A backend that cannot run here still registers; its `activate` says precisely why.
+// function: native_backends.cpp (native, _native_*, flex), hub_backends.cpp (the compiled
+// *_hub), library_backends.cpp (flash, flash_varlen, _flash_3, _flash_varlen_3, sage, the
+// compiled _sage_qk_*, xformers: locally installed kernel builds), python_backends.cpp
+// (flash_4_hub, sage_blackwell_hub, sage_varlen, _sage_qk_int8_pv_fp16_triton: Python kernels in
+// the embedded interpreter). The registry calls them once, explicitly, because self-registering
+// statics are dropped when a static library is linked. A backend that cannot run here still
+// registers; its `activate` says precisely why.
 #pragma once
 
 #include <cmath>
@@ -68,6 +70,7 @@ struct Backend {
 void register_native_backends(std::vector<Backend>& table);
 void register_hub_backends(std::vector<Backend>& table);
 void register_library_backends(std::vector<Backend>& table);
+void register_python_backends(std::vector<Backend>& table);
 
 // Every backend name, in the Diffusers enum order (list_backends() order).
 const std::vector<std::string_view>& backend_names();

@@ -14,6 +14,7 @@ void check_qkv_dtype_match(const AttentionInputs& inputs);
 void check_qkv_dtype_bf16_or_fp16(const AttentionInputs& inputs);
 void check_qkv_dtype_bf16(const AttentionInputs& inputs);
 void check_shape(const AttentionInputs& inputs);
+void check_head_dim_64_or_128(const AttentionInputs& inputs);
 
 // _check_device_cuda_atleast_smXY(major, minor). A Constraint is a plain function pointer,
 // so the factory becomes a template: check_device_cuda_atleast_sm<9, 0>.

@@ -22,6 +22,13 @@ void require_xla(std::string_view backend, std::string_view alternatives = kNati
 // torch_npu's PrivateUse1 backend ("npu") registered in this process.
 void require_npu(std::string_view backend, std::string_view alternatives = kNativeAlternatives);
 
+// The backends whose kernels are Python (flash_4_hub, sage_blackwell_hub, sage_varlen,
+// _sage_qk_int8_pv_fp16_triton) skip their device requirement while this is on, so that a
+// CPU rehearsal (the tests, scripts/gpu-check.sh --rehearse-on-cpu) runs their Python on CPU
+// tensors. Off unless a test or the rehearsal turns it on: no variable reaches it.
+void relax_device_requirements(bool relaxed);
+bool device_requirements_relaxed();
+
 // {major, minor} of CUDA device `device` (-1: the current one), asked from the CUDA runtime
 // library already loaded by torch; nullopt without one.
 std::optional<std::pair<int, int>> cuda_compute_capability(int device = -1);

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "kernelhub/loader/kernel_loader.hpp"
+#include "kernelhub/provider/kernel_provider.hpp"
 #include "kernelhub/python_kernel.hpp"
 
 namespace kernelhub::python {
@@ -14,6 +15,10 @@ namespace kernelhub::python {
 // every file read once and checked, `python-depends` checked, then imported from memory.
 // variant_dir names where the files live, for the kernel's __file__ only.
 Kernel import_kernel(const loader::KernelSource& source, const std::filesystem::path& variant_dir);
+
+// get_kernel for a provider spec (its `user` names the caller in every message, e.g. an
+// attention backend); spec.kinds is taken as compiled_or_python.
+Kernel get_hub_kernel(provider::HubKernelSpec spec);
 
 // A module the embedded interpreter imports from its own sys.path (a pip-installed library
 // such as sageattention), as Diffusers imports it. Not a hub kernel: nothing to verify.
