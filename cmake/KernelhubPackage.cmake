@@ -22,6 +22,12 @@ target_compile_definitions(kernelhub_shared PRIVATE KERNELHUB_VERSION="${PROJECT
 target_link_libraries(kernelhub_shared
   PUBLIC kh::torch_cpu
   PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,kh_attention>")
+# Python-only kernels (<kernelhub/python_kernel.hpp>): all of kh_python, as its objects (the
+# archive comes in through kh_attention and may be named once). The bridge is installed
+# beside the library (its install() is in python/CMakeLists.txt) and found there at run time.
+target_sources(kernelhub_shared PRIVATE $<TARGET_OBJECTS:kh_python>)
+install(FILES ${PROJECT_SOURCE_DIR}/python/include/kernelhub/python_kernel.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kernelhub)
 # Context parallelism (<kernelhub/context_parallel.hpp>, built wherever this package is): all
 # of it too. Its c10d symbols are in libtorch_cpu, so apps link nothing more (NCCL:
 # kh_parallel_nccl, not here). Its objects, not the archive: linking kh_parallel would name

@@ -112,6 +112,11 @@ Result<Bridge*> load_bridge(const util::Environment& env) {
 }
 
 Result<Bridge*> start(const util::Environment& env) {
+  if (std::string_view(KH_BRIDGE_PYTHON_VERSION).empty()) {
+    return fail(ErrorCode::load_failed,
+                "this kernelhub was built without its Python bridge (no Python headers or no "
+                "libtorch_python at build time), so it cannot run Python kernels");
+  }
   if (env.get("KERNELHUB_PYTHON").value_or("") == "off") {
     return fail(ErrorCode::load_failed,
                 "Python kernels are switched off (KERNELHUB_PYTHON=off); unset it to run them");

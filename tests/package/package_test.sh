@@ -8,7 +8,8 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "${WORK}"' EXIT
 
 cmake --install "${BUILD}" --prefix "${WORK}/prefix" >/dev/null
-for f in lib/libkernelhub.so lib/libkernelhub_pyshim.so include/kernelhub/attention.hpp \
+for f in lib/libkernelhub.so lib/libkernelhub_pyshim.so lib/libkernelhub_python_bridge.so \
+         include/kernelhub/attention.hpp include/kernelhub/python_kernel.hpp \
          include/kernelhub/attention_dispatch.hpp include/kernelhub/context_parallel.hpp \
          lib/cmake/kernelhub/kernelhubConfig.cmake \
          lib/cmake/kernelhub/kernelhubConfigVersion.cmake; do
@@ -42,3 +43,13 @@ for mode in ring ulysses; do
   echo "${out}"
   grep -q "context parallel (${mode}, 2 processes, causal): max |difference| vs one process" <<<"${out}"
 done
+
+# examples/python_kernel: a Python-only kernel (the py-ops fixture's local build) called from
+# the installed package; the bridge is found beside the installed libkernelhub.
+cmake -S "${SOURCE}/examples/python_kernel" -B "${WORK}/pyk" -G Ninja \
+  -DCMAKE_PREFIX_PATH="${WORK}/prefix" "${launcher[@]}" >"${WORK}/pyk-configure.log" 2>&1 \
+  || { cat "${WORK}/pyk-configure.log" >&2; exit 1; }
+cmake --build "${WORK}/pyk" >"${WORK}/pyk-build.log" 2>&1 || { cat "${WORK}/pyk-build.log" >&2; exit 1; }
+out="$(env -u KERNELHUB_PYTHON_BRIDGE "${WORK}/pyk/python_kernel_app" "${BUILD}/fixtures/src/py-ops-v1" add_)"
+echo "${out}"
+grep -q "(torch-cpu, module _py_ops_cpu_[0-9a-f]*).add_ -> tensor sum 18, x itself" <<<"${out}"
