@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -39,11 +40,11 @@ Result<std::uint64_t> check_file_mode(const KernelFile& file, const std::string&
   }
   // Anyone else who can write it could change the code after it is verified.
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    std::array<char, 8> mode{};
+    std::snprintf(mode.data(), mode.size(), "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return fail(ErrorCode::unsafe_kernel, what + " is writable by " +
                                               ((st.st_mode & S_IWOTH) ? "others" : "its group") +
-                                              " (mode " + mode + "); refusing to load it");
+                                              " (mode " + mode.data() + "); refusing to load it");
   }
   return static_cast<std::uint64_t>(st.st_size);
 }

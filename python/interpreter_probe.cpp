@@ -8,7 +8,7 @@
 namespace kernelhub::python::detail {
 namespace {
 
-constexpr std::size_t kMaxAnswer = 256 * 1024;
+constexpr std::size_t kMaxAnswer = std::size_t{256} * 1024;
 constexpr std::chrono::milliseconds kProbeTimeout{10000};
 
 // -I: what the interpreter computes for itself, without PYTHON* variables, the user site or

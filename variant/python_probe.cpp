@@ -88,6 +88,7 @@ Result<std::string> run_python(const fs::path& python, const std::vector<std::st
   std::vector<std::string> arguments{program};
   arguments.insert(arguments.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(arguments.size() + 1);
   for (auto& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
   // The child sees the caller's environment (PYTHONPATH, PYENV_VERSION, ...), as a shell would.

@@ -105,7 +105,7 @@ class CPythonBridge final : public detail::Bridge {
   Result<ObjectRef> attribute(ObjectRef base, const std::string& path,
                               PythonFailure& failure) override {
     GilLock gil;
-    PyObject* current = static_cast<PyObject*>(base);
+    auto* current = static_cast<PyObject*>(base);
     Py_INCREF(current);
     std::size_t start = 0;
     while (start <= path.size()) {

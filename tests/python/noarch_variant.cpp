@@ -29,6 +29,10 @@ std::filesystem::path write_noarch_kernel(const std::filesystem::path& root,
   const std::string id = !kernel.id.empty() ? kernel.id
                                             : "_" + python_name + "_" + kernel.backend + "_" +
                                                   all.final_hex().substr(0, 7);
+  nlohmann::json depends = nlohmann::json::array();
+  for (const auto& [repo, version] : kernel.kernel_depends) {
+    depends.push_back({{"repo-id", repo}, {"version", version}});
+  }
   const nlohmann::json metadata = {
       {"name", kernel.name},
       {"id", id},
@@ -36,6 +40,7 @@ std::filesystem::path write_noarch_kernel(const std::filesystem::path& root,
       {"license", "Apache-2.0"},
       {"python-depends", kernel.python_depends},
       {"backend", {{"type", kernel.backend}}},
+      {"kernel-depends", depends},
       {"digest", {{"algorithm", "sha256"}, {"files", digests}}},
   };
   std::ofstream(variant / "metadata.json") << metadata.dump(2);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kernelhub::testing {
@@ -15,7 +16,8 @@ struct NoarchKernel {
   std::string id;  // default: _<name>_<backend>_<7 hex of the sources>
   std::string backend = "universal";
   std::vector<std::string> python_depends;
-  std::map<std::string, std::string> files;  // variant-relative path -> content
+  std::vector<std::pair<std::string, int>> kernel_depends;  // (repo, version)
+  std::map<std::string, std::string> files;                 // variant-relative path -> content
 };
 
 // Writes root/build/torch-<backend>/ and returns that variant folder.

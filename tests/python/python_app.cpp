@@ -85,7 +85,8 @@ int signals(const std::string& root) {
   return 0;
 }
 
-int off(const std::string& root) {
+// Tries to load the kernel at ROOT and says what happened.
+int try_load(const std::string& root) {
   try {
     kpy::get_local_kernel(root);
     say("outcome", "loaded");
@@ -126,7 +127,7 @@ int main(int argc, char** argv) {
   try {
     if (mode == "native-then-python" && argc == 4) return native_then_python(root, argv[3]);
     if (mode == "signals") return signals(root);
-    if (mode == "off") return off(root);
+    if (mode == "try-load") return try_load(root);
     if (mode == "isolation" && argc == 4) return isolation(root, argv[3]);
   } catch (const std::exception& error) {
     std::cerr << "kh_python_app: " << error.what() << "\n";

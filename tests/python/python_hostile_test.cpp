@@ -138,7 +138,7 @@ TEST_CASE(
     "[python]") {
   TempDir dir;
   const auto observe = observer(dir);
-  const std::string victim = observe.module_name();
+  const std::string& victim = observe.module_name();
   write_noarch_kernel(
       dir.path() / "clobber",
       named("py-clobber", {{"__init__.py",

@@ -2,10 +2,13 @@
 // through kernelhubd), verified, and imported: py-ops, a Triton kernel on CPU tensors
 // (TRITON_INTERPRET=1), flash-attn4's interface against SDPA, and the trust rule. Every
 // TEST_CASE runs in its own process under ctest: one interpreter per process.
+#include <fstream>
+
 #include <ATen/ATen.h>
 
 #include "attention/hub_environment.hpp"
 #include "kernelhub/python_kernel.hpp"
+#include "noarch_variant.hpp"
 
 // Last: c10 defines its own CHECK macro, which must not replace Catch's.
 #include <catch2/catch.hpp>
@@ -15,6 +18,8 @@ using kernelhub::testing::HubEnvironment;
 using kernelhub::testing::HubEnvironmentOptions;
 using kernelhub::testing::max_abs_diff;
 using kernelhub::testing::sdpa_reference;
+using kernelhub::testing::set_dispatcher_env;
+using kernelhub::testing::TempDir;
 
 namespace {
 
@@ -89,4 +94,52 @@ TEST_CASE("hostile hub kernels are typed errors, through kernelhubd too", "[pyth
   CHECK_THROWS_WITH(kpy::get_kernel("kernels-community/relu"), Catch::Contains("is compiled"));
   const auto ops = kpy::get_kernel("kernels-community/py-ops");
   CHECK(ops.call("version_mark").toStringRef() == "py-ops original");
+}
+
+TEST_CASE("a lockfile in force pins Python kernels too", "[python][hub]") {
+  const HubEnvironment hub;
+  TempDir dir;
+  std::ofstream(dir.path() / "kernelhub.toml")
+      << "[tool.kernels.dependencies]\n\"kernels-community/py-ops\" = 1\n";
+  const auto lock = dir.path() / "kernels.lock";
+  const auto locked = kernelhub::testing::run_command(
+      {std::string(KH_BIN_DIR) + "/kernelhub", "lock", dir.path().string(), "-o", lock.string()},
+      {{"HF_ENDPOINT", hub.endpoint()}});
+  INFO(locked.err);
+  REQUIRE(locked.exit_code == 0);
+  set_dispatcher_env({{"KERNELHUB_LOCKFILE", lock.string()}});
+  CHECK(kpy::get_kernel("kernels-community/py-ops").call("version_mark").toStringRef() ==
+        "py-ops original");
+  // Not in the lock: refused, with what to run.
+  CHECK_THROWS_AS(kpy::get_kernel("kernels-community/triton-axpy"), kpy::KernelRefused);
+  CHECK_THROWS_WITH(kpy::get_kernel("kernels-community/triton-axpy"),
+                    Catch::Contains("is not in the lockfile"));
+}
+
+TEST_CASE("kernel-depends are loaded first and reach the kernel through kernels.get_kernel_dep",
+          "[python][hub]") {
+  const HubEnvironment hub;
+  TempDir dir;
+  kernelhub::testing::NoarchKernel kernel;
+  kernel.name = "py-uses-ops";
+  kernel.kernel_depends = {{"kernels-community/py-ops", 1}, {"kernels-community/relu", 1}};
+  kernel.files["__init__.py"] =
+      "from kernels import get_kernel_dep\n"
+      "_ops = get_kernel_dep('kernels-community/py-ops')\n"
+      "_relu = get_kernel_dep('kernels-community/relu')\n"
+      "def twice_via_dependency(x):\n"
+      "    return _ops.twice(x)\n"
+      "def relu_via_dependency(x):\n"
+      "    out = x.new_empty(x.shape)\n"
+      "    _relu.ops.relu(out, x)\n"
+      "    return out\n"
+      "def dependency_name():\n"
+      "    return _ops.__name__\n";
+  kernelhub::testing::write_noarch_kernel(dir.path(), kernel);
+  const auto uses = kpy::get_local_kernel(dir.path());
+  CHECK(uses.call("twice_via_dependency", {int64_t{4}}).toInt() == 8);
+  CHECK(uses.call("dependency_name").toStringRef().starts_with("_py_ops_cpu_"));
+  // A compiled dependency is loaded natively; the kernel sees its ops.
+  const auto x = at::randn({16});
+  CHECK(uses.call("relu_via_dependency", {x}).toTensor().equal(x.relu()));
 }

@@ -104,6 +104,7 @@ TEST_CASE("calls from 8 threads at once", "[python]") {
   write_noarch_kernel(dir.path(), ops_kernel());
   const kpy::Kernel kernel = kpy::get_local_kernel(dir.path());
   std::vector<std::thread> threads;
+  threads.reserve(8);
   std::vector<int> ok(8, 0);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {

@@ -73,7 +73,7 @@ TEST_CASE("KERNELHUB_PYTHON=off forbids Python kernels, and nothing of Python is
           "[python]") {
   TempDir dir;
   write_noarch_kernel(dir.path(), ops_kernel());
-  auto said = run_app({"off", dir.path().string()}, {{"KERNELHUB_PYTHON", "off"}});
+  auto said = run_app({"try-load", dir.path().string()}, {{"KERNELHUB_PYTHON", "off"}});
   CHECK(said["outcome"] == "unavailable");
   CHECK_THAT(said["message"], Catch::Contains("KERNELHUB_PYTHON=off"));
   CHECK(said["libpython_end"] == "0");
@@ -109,4 +109,36 @@ TEST_CASE(
     CHECK(entry.path().filename() != "__pycache__");
   }
   CHECK(std::filesystem::exists(variant / "__init__.py"));
+}
+
+TEST_CASE("a Python whose torch is not this process's libtorch is refused, naming both",
+          "[python]") {
+  TempDir dir;
+  write_noarch_kernel(dir.path() / "kernel", ops_kernel());
+  // A python that says its torch is elsewhere: another libtorch_cpu.so file.
+  const auto fake_torch = dir.path() / "site" / "torch";
+  std::filesystem::create_directories(fake_torch / "lib");
+  std::ofstream(fake_torch / "lib" / "libtorch_cpu.so") << "not this process's libtorch";
+  const auto fake_python = dir.path() / "python";
+  std::ofstream(fake_python) << "#!/bin/sh\n\"" << KH_TEST_PYTHON
+                             << "\" \"$@\" | sed 's#\"torch\": \"[^\"]*\"#\"torch\": \""
+                             << fake_torch.string() << "\"#'\n";
+  std::filesystem::permissions(fake_python, std::filesystem::perms::owner_all);
+  auto said = run_app({"try-load", (dir.path() / "kernel").string()},
+                      {{"KERNELHUB_PYTHON", fake_python.string()}});
+  CHECK(said["outcome"] == "unavailable");
+  CHECK_THAT(said["message"], Catch::Contains(fake_torch.string()) &&
+                                  Catch::Contains("is not the one this process runs"));
+  CHECK(said["libpython_end"] == "0");  // refused before libpython was loaded
+
+  // The right Python, but a `torch` package planted first on the embedded sys.path: the
+  // import is checked too.
+  const auto planted = dir.path() / "planted";
+  std::filesystem::create_directories(planted / "torch");
+  std::ofstream(planted / "torch" / "__init__.py") << "\n";
+  said = run_app({"try-load", (dir.path() / "kernel").string()},
+                 {{"KERNELHUB_PYTHONPATH", planted.string()}});
+  CHECK(said["outcome"] == "unavailable");
+  CHECK_THAT(said["message"],
+             Catch::Contains("imported torch from " + (planted / "torch").string()));
 }
