@@ -44,6 +44,16 @@ void check_loader(Report& report, const std::filesystem::path& fixtures, c10::De
 // which backends must run.
 void check_backends(Report& report, int sm, c10::Device device);
 
+// The Python-backed backends' environment, set before anything starts Python: the fixture
+// `sageattention` on KERNELHUB_PYTHONPATH unless the host's Python has sageattention >=
+// 2.1.1 (a row says which); in the rehearsal, TRITON_INTERPRET and the relaxed device
+// requirement.
+void point_python_backends(Report& report, const std::filesystem::path& fixtures, bool rehearse);
+
+// The host's own flash-attn-4 (CuTe DSL) through kernelhub's Python runtime against SDPA, when
+// its Python has flash-attn-4 and nvidia-cutlass-dsl; n/a with the reason otherwise.
+void check_real_flash_attn4(Report& report, c10::Device device);
+
 // Host time dispatch_attention adds over a direct ATen call on tiny CUDA tensors.
 void time_dispatch_overhead(Report& report);
 

@@ -66,6 +66,8 @@ void point_local_kernels(const fs::path& fixtures) {
   const std::string value = "kernels-community/flash-attn2=" + src + "/flash-attn2-v3" +
                             ":kernels-community/flash-attn3=" + src + "/flash-attn3-v1" +
                             ":SageAttention/sage-attention=" + src + "/sage-attention-v3" +
+                            ":kernels-community/flash-attn4=" + src + "/flash-attn4-v0" +
+                            ":SageAttention/sage-blackwell=" + src + "/sage-blackwell-v1" +
                             ":flash-attn=" + local + "/flash-attn" + ":flash-attn3=" + local +
                             "/flash-attn3" + ":sageattention=" + local + "/sageattention" +
                             ":xformers=" + local + "/xformers";
@@ -85,12 +87,14 @@ int main(int argc, char** argv) {
   const Arguments args = parse(argc, argv);
   gc::Report report;
   point_local_kernels(args.fixtures);
+  gc::point_python_backends(report, args.fixtures, args.rehearse_on_cpu);
   try {
     if (args.rehearse_on_cpu) {
       report.add("host", "device", gc::Status::info,
                  "CPU rehearsal (no timings), torch " TORCH_VERSION);
       gc::check_loader(report, args.fixtures, c10::Device(c10::kCPU));
       gc::check_backends(report, 0, c10::Device(c10::kCPU));
+      gc::check_real_flash_attn4(report, c10::Device(c10::kCPU));
     } else if (!at::hasCUDA()) {
       report.add("host", "CUDA device", gc::Status::fail,
                  "no CUDA device is visible to this process (torch " TORCH_VERSION
@@ -107,6 +111,7 @@ int main(int argc, char** argv) {
       const c10::Device cuda(c10::kCUDA, 0);
       gc::check_loader(report, args.fixtures, cuda);
       gc::check_backends(report, sm, cuda);
+      gc::check_real_flash_attn4(report, cuda);
       if (args.timings) {
         gc::time_dispatch_overhead(report);
         gc::time_realistic_shape(report);
