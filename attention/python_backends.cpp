@@ -105,15 +105,14 @@ Backend flash4_backend() {
     fa4->activate();
   };
   auto call = [fa4](const AttentionInputs& inputs, bool lse) {
-    kpy::Kwargs kwargs{{"q", inputs.query},
-                       {"k", inputs.key},
-                       {"v", inputs.value},
-                       {"softmax_scale", optional_scale(inputs)},
-                       {"causal", inputs.options.is_causal}};
+    // flash_attn_func(q, k, v, softmax_scale=None, causal=False, ...): Diffusers names q, k
+    // and v too; positions are the same call, with less to build per call.
+    kpy::Kwargs kwargs{{"causal", inputs.options.is_causal}};
+    if (inputs.options.scale) kwargs.emplace_back("softmax_scale", *inputs.options.scale);
     // Diffusers passes no return_lse, so FA4 gives none unless autograd wants one; asking
     // for it is how the lse is had.
     if (lse) kwargs.emplace_back("return_lse", true);
-    return fa4->kernel().call("flash_attn_func", {}, kwargs);
+    return fa4->kernel().call("flash_attn_func", {inputs.query, inputs.key, inputs.value}, kwargs);
   };
   backend.run = [call](const AttentionInputs& inputs) { return first_output(call(inputs, false)); };
   backend.run_with_lse = [call](const AttentionInputs& inputs) -> AttentionWithLse {

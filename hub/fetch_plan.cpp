@@ -9,6 +9,7 @@
 #include "kernelhub/trust/digest.hpp"
 #include "kernelhub/util/fs_util.hpp"
 #include "kernelhub/util/read_file.hpp"
+#include "kernelhub/variant/variant_name.hpp"
 
 namespace kernelhub::hub {
 namespace {
@@ -91,8 +92,17 @@ Result<void> FetchPlan::add_variant(const std::string& variant,
   }
   std::optional<std::size_t> metadata_index;
   std::optional<std::size_t> bundle_index;
+  const auto parsed = variant::parse_variant_name(variant);
+  const bool python_only = parsed && parsed->framework == variant::Framework::noarch;
   for (const auto& entry : entries) {
     if (!entry.is_file || is_ignored_kernel_file(entry.path)) continue;
+    if (python_only && entry.path.ends_with(".py") && entry.size > variant::kMaxPythonSourceBytes) {
+      return fail(ErrorCode::too_large,
+                  entry.path + " is listed at " + std::to_string(entry.size) +
+                      " bytes; a Python-only build's sources are imported from memory, at most " +
+                      std::to_string(variant::kMaxPythonSourceBytes) +
+                      " bytes each, so this build is refused before any download");
+    }
     Planned file{entry, variant, "", std::nullopt};
     if (auto sha256 = cached_sha256(entry)) {
       file.sha256 = std::move(*sha256);

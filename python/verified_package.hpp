@@ -11,10 +11,11 @@
 #include "kernelhub/loader/kernel_loader.hpp"
 #include "kernelhub/trust/metadata.hpp"
 #include "kernelhub/util/result.hpp"
+#include "kernelhub/variant/variant_name.hpp"
 
 namespace kernelhub::python::detail {
 
-inline constexpr std::uint64_t kMaxPythonFileBytes = std::uint64_t{16} << 20;
+inline constexpr std::uint64_t kMaxPythonFileBytes = variant::kMaxPythonSourceBytes;
 inline constexpr std::uint64_t kMaxPythonVariantBytes = std::uint64_t{256} << 20;
 
 struct VerifiedPackage {

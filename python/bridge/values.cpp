@@ -108,6 +108,12 @@ Result<c10::IValue> convert(PyObject* object, int depth) {
 }  // namespace
 
 PyObject* to_python(const c10::IValue& value) {
+  // The common arguments directly (a call's tensors and flags); the rest through torch.
+  if (value.isTensor()) return THPVariable_Wrap(value.toTensor());
+  if (value.isNone()) return Py_NewRef(Py_None);
+  if (value.isBool()) return PyBool_FromLong(value.toBool() ? 1 : 0);
+  if (value.isInt()) return PyLong_FromLongLong(value.toInt());
+  if (value.isDouble()) return PyFloat_FromDouble(value.toDouble());
   try {
     return torch::jit::toPyObject(value).release().ptr();
   } catch (pybind11::error_already_set& error) {

@@ -9,6 +9,7 @@
 #include "attention/hub_environment.hpp"
 #include "kernelhub/python_kernel.hpp"
 #include "noarch_variant.hpp"
+#include "support/raw_http.hpp"
 
 // Last: c10 defines its own CHECK macro, which must not replace Catch's.
 #include <catch2/catch.hpp>
@@ -142,4 +143,32 @@ TEST_CASE("kernel-depends are loaded first and reach the kernel through kernels.
   // A compiled dependency is loaded natively; the kernel sees its ops.
   const auto x = at::randn({16});
   CHECK(uses.call("relu_via_dependency", {x}).toTensor().equal(x.relu()));
+}
+
+TEST_CASE("a Python build listing a 1 GB source is refused before any download, both ways",
+          "[python][hub]") {
+  for (const bool with_daemon : {false, true}) {
+    const HubEnvironment hub(HubEnvironmentOptions{.with_daemon = with_daemon});
+    // The upstream lies: py-ops' __init__.py is listed at 1 GiB.
+    const int port = std::stoi(hub.endpoint().substr(hub.endpoint().rfind(':') + 1));
+    const std::string body = R"({"declared_sizes": {"__init__.py": 1073741824}})";
+    kernelhub::testing::RawHttp http(port);
+    REQUIRE(
+        http.send("POST /_kernelhub/faults HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  "Content-Type: application/json\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body));
+    REQUIRE(http.read_reply(std::chrono::seconds(5)).status == 200);
+    INFO("through kernelhubd: " << with_daemon);
+    CHECK_THROWS_AS(kpy::get_kernel("kernels-community/py-ops"), kpy::BackendUnavailable);
+    CHECK_THROWS_WITH(kpy::get_kernel("kernels-community/py-ops"),
+                      Catch::Contains("__init__.py is listed at 1073741824 bytes"));
+    // Nothing of it was downloaded: no blob of that size, and the process goes on.
+    std::uintmax_t largest = 0;
+    if (std::filesystem::exists(hub.cache())) {
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(hub.cache())) {
+        if (entry.is_regular_file()) largest = std::max(largest, entry.file_size());
+      }
+    }
+    CHECK(largest < (std::uintmax_t{1} << 20));
+  }
 }

@@ -3,6 +3,8 @@
 // reset, trickle, endless, one corrupt byte) wrapped around the server's own body writer.
 #include "support/fault_hub/fault_hooks.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "kernelhub/http/http_replies.hpp"
 #include "kernelhub/util/json_bounds.hpp"
 
@@ -100,8 +102,34 @@ bool FaultHooks::before_route(const httplib::Request& req, httplib::Response& re
   return answer_repo_faults(plan(), req, res);
 }
 
+namespace {
+
+// declared_sizes: the listing's sizes of the matching entries replaced.
+void declare_sizes(const FaultPlan& plan, const httplib::Request& req, httplib::Response& res) {
+  if (plan.declared_sizes.empty() || req.path.find("/tree/") == std::string::npos ||
+      res.status != 200) {
+    return;
+  }
+  auto listing = nlohmann::json::parse(res.body, nullptr, false);
+  if (!listing.is_array()) return;
+  for (auto& entry : listing) {
+    const std::string path = entry.value("path", "");
+    for (const auto& [key, size] : plan.declared_sizes) {
+      if (path.find(key) == std::string::npos) continue;
+      entry["size"] = size;
+      if (entry.contains("lfs") && entry["lfs"].is_object()) entry["lfs"]["size"] = size;
+    }
+  }
+  res.body = listing.dump();
+  res.headers.erase("Content-Length");  // it changed: one header, the new length
+  res.set_header("Content-Length", std::to_string(res.body.size()));
+}
+
+}  // namespace
+
 void FaultHooks::after_route(const httplib::Request& req, httplib::Response& res) {
   if (is_test_path(req.path)) return;
+  declare_sizes(plan(), req, res);
   apply_api_slow_faults(plan(), req, res);
   std::lock_guard lock(mutex_);
   records_.push_back(

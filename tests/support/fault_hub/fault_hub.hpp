@@ -58,6 +58,9 @@ struct FaultPlan {
   // model_only_repos entry asked as a kernel) or is listed in private_repos answers 401
   // "Invalid username or password." without X-Error-Code, as the Hub answers anonymous users.
   bool anonymous_401 = false;
+  // Tree listings (/tree/): an entry whose path contains a key is listed at that size (and
+  // its LFS size too): an upstream that lies about a file, e.g. a 1 GB source.
+  std::map<std::string, std::uint64_t> declared_sizes;
   std::set<std::string> private_repos;
   // Legacy kernel repos that exist only under the model type: /api/kernels/... and
   // /kernels/.../resolve/... of them are not found.

@@ -22,6 +22,7 @@ nlohmann::json to_json(const FaultPlan& plan) {
   j["fail_path_filter"] = plan.fail_path_filter;
   j["renames"] = plan.renames;
   j["anonymous_401"] = plan.anonymous_401;
+  j["declared_sizes"] = plan.declared_sizes;
   j["private_repos"] = plan.private_repos;
   j["model_only_repos"] = plan.model_only_repos;
   return j;
@@ -56,6 +57,9 @@ Result<FaultPlan> fault_plan_from_json(const nlohmann::json& j) {
     if (j.contains("renames"))
       plan.renames = j["renames"].get<std::map<std::string, std::string>>();
     plan.anonymous_401 = j.value("anonymous_401", plan.anonymous_401);
+    if (j.contains("declared_sizes")) {
+      plan.declared_sizes = j["declared_sizes"].get<std::map<std::string, std::uint64_t>>();
+    }
     if (j.contains("private_repos"))
       plan.private_repos = j["private_repos"].get<std::set<std::string>>();
     if (j.contains("model_only_repos"))

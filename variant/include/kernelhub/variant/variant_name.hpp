@@ -2,6 +2,8 @@
 // Internal to kh_variant: variant.cpp ranks parsed names, platform.cpp validates backend flags.
 #pragma once
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +25,11 @@ std::optional<BackendToken> parse_backend_token(std::string_view token);
 // The backend name a noarch variant (`torch-<name>`) must carry for this backend;
 // Ascend's "cann" maps to "npu".
 std::string noarch_name(const BackendToken& backend);
+
+// The largest source file of a Python-only build: what kernelhub's Python runtime reads into
+// memory to import (python/verified_package.cpp), and so the largest the fetcher downloads
+// for one (a larger one is refused from the listing, before any byte is fetched).
+inline constexpr std::uint64_t kMaxPythonSourceBytes = std::uint64_t{16} << 20;
 
 enum class Framework { torch, torch_stable_abi, tvm_ffi, noarch };
 
