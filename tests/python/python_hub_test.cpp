@@ -77,8 +77,10 @@ TEST_CASE("Python kernels follow the trust rule", "[python][hub]") {
   CHECK_THROWS_AS(kpy::get_kernel("kernels-community/py-ops", {.version = 1}), kpy::KernelRefused);
 }
 
-TEST_CASE("hostile hub kernels are typed errors, through kernelhubd too", "[python][hub]") {
-  const HubEnvironment hub(HubEnvironmentOptions{.with_daemon = true});
+namespace {
+
+void hostile_kernels_are_typed_errors(bool with_daemon) {
+  const HubEnvironment hub(HubEnvironmentOptions{.with_daemon = with_daemon});
   CHECK_THROWS_AS(kpy::get_kernel("kernels-community/py-syntax-error"), kpy::PythonError);
   CHECK_THROWS_WITH(kpy::get_kernel("kernels-community/py-missing-depends"),
                     Catch::Contains("pip install einops"));
@@ -93,8 +95,25 @@ TEST_CASE("hostile hub kernels are typed errors, through kernelhubd too", "[pyth
   CHECK_THROWS_AS(kpy::get_kernel("kernels-community/py-outside-import"), kpy::PythonError);
   // Compiled kernels are not imported here: a clear refusal, not a wrong import.
   CHECK_THROWS_WITH(kpy::get_kernel("kernels-community/relu"), Catch::Contains("is compiled"));
+  // flash-attn4 first, then py-clobber, which replaces its modules in sys.modules: refused,
+  // and flash-attn4 still works.
+  const auto fa4 = kpy::get_kernel("kernels-community/flash-attn4", {.version = 0});
+  CHECK_THROWS_WITH(kpy::get_kernel("kernels-community/py-clobber"),
+                    Catch::Contains("replaced modules it does not own"));
+  const auto q = at::randn({1, 8, 2, 16});
+  CHECK(fa4.call("flash_attn_func", {q, q, q}).toTupleRef().elements().at(0).isTensor());
   const auto ops = kpy::get_kernel("kernels-community/py-ops");
   CHECK(ops.call("version_mark").toStringRef() == "py-ops original");
+}
+
+}  // namespace
+
+TEST_CASE("hostile hub kernels are typed errors, fetched in-process", "[python][hub]") {
+  hostile_kernels_are_typed_errors(false);
+}
+
+TEST_CASE("hostile hub kernels are typed errors, through kernelhubd", "[python][hub]") {
+  hostile_kernels_are_typed_errors(true);
 }
 
 TEST_CASE("a lockfile in force pins Python kernels too", "[python][hub]") {
