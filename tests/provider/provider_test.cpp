@@ -1,17 +1,15 @@
 // kernelhub::provider: where a hub kernel's files come from. LOCAL_KERNELS and the local
 // libraries, the spec's one-of rule, and a revision fetched from the fixture Hub store (the
 // test Hub, fetched in-process) with and without a lockfile in force. Nothing is loaded.
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "attention/hub_environment.hpp"
 #include "kernelhub/provider/kernel_provider.hpp"
 #include "kernelhub/provider/local_kernels.hpp"
 #include "kernelhub/provider/process_environment.hpp"
@@ -25,59 +23,14 @@
 namespace fs = std::filesystem;
 namespace kp = kernelhub::provider;
 using kernelhub::ErrorCode;
-using kernelhub::testing::BackgroundProcess;
+using kernelhub::testing::HubEnvironment;
+using kernelhub::testing::local_fixture;
+using kernelhub::testing::set_dispatcher_env;
 using kernelhub::testing::TempDir;
 
 namespace {
 
 constexpr const char* kRelu = "kernels-community/relu";
-
-// Sets (or, for "", unsets) variables and makes the provider read its environment again.
-void set_env(const std::map<std::string, std::string>& env) {
-  for (const auto& [name, value] : env) {
-    if (value.empty()) {
-      ::unsetenv(name.c_str());
-    } else {
-      ::setenv(name.c_str(), value.c_str(), 1);
-    }
-  }
-  kp::reload_process_environment();
-}
-
-fs::path local_fixture(const std::string& name) {
-  return fs::path(KH_FIXTURE_HUB).parent_path() / "local" / name;
-}
-
-// The test Hub over the fixture store and a private cache, fetched in-process (no daemon).
-class FixtureHub {
- public:
-  FixtureHub() {
-    const auto port_file = dir_.path() / "port";
-    server_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{std::string(KH_BIN_DIR) + "/kernelhub-test-hub", "--root",
-                                 KH_FIXTURE_HUB, "--port", "0", "--port-file", port_file.string()});
-    std::string port = kernelhub::testing::wait_for_file(port_file);
-    while (!port.empty() && (port.back() == '\n' || port.back() == '\r')) port.pop_back();
-    set_env({{"HF_ENDPOINT", "http://127.0.0.1:" + port},
-             {"HF_HUB_CACHE", (dir_.path() / "cache").string()},
-             {"HF_HOME", (dir_.path() / "hf").string()},
-             {"HF_HUB_OFFLINE", ""},
-             {"HF_TOKEN", ""},
-             {"LOCAL_KERNELS", ""},
-             {"DIFFUSERS_TRUST_REMOTE_KERNELS", ""},
-             {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
-             {"KERNELHUB_REQUIRE_DAEMON", ""},
-             {"KERNELHUB_POLICY", ""},
-             {"KERNELHUB_LOCKFILE", ""},
-             {"KERNELHUB_SOCKET", (dir_.path() / "no-daemon.sock").string()}});
-    kp::set_lockfile_override(std::nullopt);  // a SECTION before this one may have set one
-  }
-  const fs::path& dir() const { return dir_.path(); }
-
- private:
-  TempDir dir_;
-  std::unique_ptr<BackgroundProcess> server_;
-};
 
 // A kernels-format lockfile with one entry for `repo`, pinned by `pin` (a version or a
 // revision) at `commit`.
@@ -130,7 +83,7 @@ TEST_CASE("provider: version_at_least orders releases and pre-releases") {
 }
 
 TEST_CASE("provider: a hub kernel spec names a version or a revision, exactly one") {
-  set_env({{"LOCAL_KERNELS", ""}, {"KERNELHUB_LOCKFILE", ""}});
+  set_dispatcher_env({{"LOCAL_KERNELS", ""}, {"KERNELHUB_LOCKFILE", ""}});
   const kp::HubKernelSpec neither{.user = "test", .repo = kRelu};
   const kp::HubKernelSpec both{.user = "test", .repo = kRelu, .version = 1, .revision = "v1"};
   for (const auto& spec : {neither, both}) {
@@ -148,7 +101,8 @@ TEST_CASE("provider: a hub kernel spec names a version or a revision, exactly on
 
 TEST_CASE("provider: LOCAL_KERNELS gives a local build's files, with its variant folder") {
   const fs::path dir = local_fixture("flash-attn");
-  set_env({{"LOCAL_KERNELS", std::string(kRelu) + "=" + dir.string()}, {"KERNELHUB_LOCKFILE", ""}});
+  set_dispatcher_env(
+      {{"LOCAL_KERNELS", std::string(kRelu) + "=" + dir.string()}, {"KERNELHUB_LOCKFILE", ""}});
   auto kernel = kp::provide_hub_source({.user = "test", .repo = kRelu, .version = 7});
   REQUIRE(kernel);
   CHECK(kernel->local);
@@ -166,7 +120,7 @@ TEST_CASE("provider: LOCAL_KERNELS gives a local build's files, with its variant
 
 TEST_CASE("provider: a local library must be in LOCAL_KERNELS and meet its pin") {
   const kp::LibrarySpec flash{"flash", "flash-attn", "2.6.3", "flash-attn>=2.6.3"};
-  set_env({{"LOCAL_KERNELS", ""}});
+  set_dispatcher_env({{"LOCAL_KERNELS", ""}});
   auto missing = kp::provide_local_library_source(flash);
   REQUIRE_FALSE(missing);
   CHECK(missing.error().code == ErrorCode::entry_not_found);
@@ -175,14 +129,14 @@ TEST_CASE("provider: a local library must be in LOCAL_KERNELS and meet its pin")
              Catch::StartsWith("Backend 'flash' is not usable because of missing package or the "
                                "version is too old: no flash-attn in LOCAL_KERNELS."));
 
-  set_env({{"LOCAL_KERNELS", "flash-attn=" + local_fixture("flash-attn-old").string()}});
+  set_dispatcher_env({{"LOCAL_KERNELS", "flash-attn=" + local_fixture("flash-attn-old").string()}});
   auto old = kp::provide_local_library_source(flash);
   REQUIRE_FALSE(old);
   CHECK(old.error().code == ErrorCode::incompatible_kernel);
   CHECK_FALSE(kernelhub::is_refused(old.error().code));
   CHECK_THAT(old.error().message, Catch::Contains("is version 2.5.0, it needs flash-attn>=2.6.3"));
 
-  set_env({{"LOCAL_KERNELS", "flash-attn=" + local_fixture("flash-attn").string()}});
+  set_dispatcher_env({{"LOCAL_KERNELS", "flash-attn=" + local_fixture("flash-attn").string()}});
   auto good = kp::provide_local_library_source(flash);
   REQUIRE(good);
   CHECK(good->local);
@@ -190,7 +144,9 @@ TEST_CASE("provider: a local library must be in LOCAL_KERNELS and meet its pin")
 }
 
 TEST_CASE("provider: a revision is fetched with its commit and the snapshot's variant folder") {
-  FixtureHub hub;
+  const HubEnvironment hub;
+  kp::set_lockfile_override(std::nullopt);  // a SECTION before this one may have set one
+  const TempDir locks;
   auto kernel = kp::provide_hub_source(relu_at("v1"));
   INFO((kernel ? std::string() : kernel.error().message));
   REQUIRE(kernel);
@@ -205,7 +161,7 @@ TEST_CASE("provider: a revision is fetched with its commit and the snapshot's va
   CHECK(kernel->context == "python kernel: cannot use kernels-community/relu @v1");
 
   // Offline, a revision not in the cache: the error names it and how to prefetch it.
-  set_env({{"HF_HUB_OFFLINE", "1"}});
+  set_dispatcher_env({{"HF_HUB_OFFLINE", "1"}});
   auto offline = kp::provide_hub_source(relu_at("no-such-branch"));
   REQUIRE_FALSE(offline);
   CHECK_THAT(
@@ -217,14 +173,16 @@ TEST_CASE("provider: a revision is fetched with its commit and the snapshot's va
 }
 
 TEST_CASE("provider: under a lockfile a revision is fetched at the locked commit, if locked") {
-  FixtureHub hub;
+  const HubEnvironment hub;
+  kp::set_lockfile_override(std::nullopt);  // a SECTION before this one may have set one
+  const TempDir locks;
   auto unlocked = kp::provide_hub_source(relu_at("v1"));
   REQUIRE(unlocked);
   const std::string commit = unlocked->commit;
 
   SECTION("a repo the lock does not name is not_locked, with how to lock it") {
     kp::set_lockfile_override(std::optional<std::string>(
-        write_lock(hub.dir(), "kernels-community/flash-attn2", 3, commit).string()));
+        write_lock(locks.path(), "kernels-community/flash-attn2", 3, commit).string()));
     auto refused = kp::provide_hub_source(relu_at("v1"));
     REQUIRE_FALSE(refused);
     CHECK(refused.error().code == ErrorCode::not_locked);
@@ -235,7 +193,7 @@ TEST_CASE("provider: under a lockfile a revision is fetched at the locked commit
   }
   SECTION("a lock of another revision is not_locked") {
     kp::set_lockfile_override(
-        std::optional<std::string>(write_lock(hub.dir(), kRelu, "v2", commit).string()));
+        std::optional<std::string>(write_lock(locks.path(), kRelu, "v2", commit).string()));
     auto refused = kp::provide_hub_source(relu_at("v1"));
     REQUIRE_FALSE(refused);
     CHECK(refused.error().code == ErrorCode::not_locked);
@@ -246,7 +204,7 @@ TEST_CASE("provider: under a lockfile a revision is fetched at the locked commit
   SECTION("a lock of the same revision, or of a version, pins the commit") {
     const nlohmann::json pin = GENERATE(nlohmann::json("v1"), nlohmann::json(1));
     kp::set_lockfile_override(
-        std::optional<std::string>(write_lock(hub.dir(), kRelu, pin, commit).string()));
+        std::optional<std::string>(write_lock(locks.path(), kRelu, pin, commit).string()));
     auto locked = kp::provide_hub_source(relu_at("v1"));
     INFO((locked ? std::string() : locked.error().message));
     REQUIRE(locked);
@@ -254,7 +212,7 @@ TEST_CASE("provider: under a lockfile a revision is fetched at the locked commit
   }
   SECTION("a lock pinning a commit the Hub does not have is what is fetched") {
     kp::set_lockfile_override(std::optional<std::string>(
-        write_lock(hub.dir(), kRelu, "v1", std::string(40, 'e')).string()));
+        write_lock(locks.path(), kRelu, "v1", std::string(40, 'e')).string()));
     auto missing = kp::provide_hub_source(relu_at("v1"));
     REQUIRE_FALSE(missing);
     CHECK_FALSE(kernelhub::is_refused(missing.error().code));
