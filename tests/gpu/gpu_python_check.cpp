@@ -84,7 +84,7 @@ void check_real_flash_attn4(Report& report, c10::Device device) {
                                q.transpose(1, 2).to(at::kFloat), k.transpose(1, 2).to(at::kFloat),
                                v.transpose(1, 2).to(at::kFloat), {}, 0.0, true)
                                .transpose(1, 2);
-    const double max = (out.to(at::kFloat) - reference).abs().max().item<double>();
+    const auto max = (out.to(at::kFloat) - reference).abs().max().item<double>();
     report.add("python", subject, max <= 2e-2 ? Status::pass : Status::fail,
                "bf16 causal, max " + format_number(max, 3) + " (bound 0.02)");
   } catch (const std::exception& error) {
