@@ -10,7 +10,7 @@ namespace kernelhub::testing {
 
 std::filesystem::path write_noarch_kernel(const std::filesystem::path& root,
                                           const NoarchKernel& kernel) {
-  const auto variant = root / "build" / ("torch-" + kernel.backend);
+  auto variant = root / "build" / ("torch-" + kernel.backend);
   std::filesystem::create_directories(variant);
   nlohmann::json digests = nlohmann::json::object();
   trust::Sha256 all;

@@ -120,9 +120,11 @@ TEST_CASE("a Python whose torch is not this process's libtorch is refused, namin
   std::filesystem::create_directories(fake_torch / "lib");
   std::ofstream(fake_torch / "lib" / "libtorch_cpu.so") << "not this process's libtorch";
   const auto fake_python = dir.path() / "python";
+  // The real probe's answer, with its torch folder replaced.
   std::ofstream(fake_python) << "#!/bin/sh\n\"" << KH_TEST_PYTHON
-                             << "\" \"$@\" | sed 's#\"torch\": \"[^\"]*\"#\"torch\": \""
-                             << fake_torch.string() << "\"#'\n";
+                             << R"(" "$@" | sed 's#"torch": "[^"]*"#"torch": ")"
+                             << fake_torch.string() << R"("#')"
+                             << "\n";
   std::filesystem::permissions(fake_python, std::filesystem::perms::owner_all);
   auto said = run_app({"try-load", (dir.path() / "kernel").string()},
                       {{"KERNELHUB_PYTHON", fake_python.string()}});
