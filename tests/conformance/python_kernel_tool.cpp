@@ -4,38 +4,25 @@
 //   kh_python_kernel_tool <spec.json>
 // spec: {"repo", "version", "function", "args": [tensor...], "kwargs": {name: tensor | number
 //        | bool | null}, "outputs": [file...]} with tensors as {"file", "shape", "dtype"}
-//        (float32 only); the result (a tensor or a tuple whose tensors are written in order,
-//        None entries skipped).
+//        (test_python_kernels.py writes float32); the result (a tensor or a tuple whose tensors are
+//        written in order, None entries skipped).
 #include <kernelhub/python_kernel.hpp>
 
-#include <ATen/ops/empty.h>
-
-#include <cstring>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "tensor_file.hpp"
+
 namespace {
 
 namespace kpy = kernelhub::python;
-
-at::Tensor read_tensor(const nlohmann::json& spec) {
-  std::ifstream in(spec.at("file").get<std::string>(), std::ios::binary);
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                std::istreambuf_iterator<char>());
-  at::Tensor tensor = at::empty(spec.at("shape").get<std::vector<int64_t>>());
-  if (static_cast<std::size_t>(tensor.nbytes()) != bytes.size()) {
-    throw std::invalid_argument("size of " + spec.at("file").get<std::string>() +
-                                " does not match its shape");
-  }
-  std::memcpy(tensor.data_ptr(), bytes.data(), bytes.size());
-  return tensor;
-}
+using kernelhub::conformance::read_tensor;
+using kernelhub::conformance::write_tensor;
 
 c10::IValue value_of(const nlohmann::json& spec) {
   if (spec.is_object()) return read_tensor(spec);
@@ -43,12 +30,6 @@ c10::IValue value_of(const nlohmann::json& spec) {
   if (spec.is_number_integer()) return spec.get<int64_t>();
   if (spec.is_number()) return spec.get<double>();
   return {};
-}
-
-void write_tensor(const at::Tensor& tensor, const std::string& path) {
-  const at::Tensor raw = tensor.to(at::kFloat).contiguous();
-  std::ofstream(path, std::ios::binary)
-      .write(static_cast<const char*>(raw.data_ptr()), static_cast<std::streamsize>(raw.nbytes()));
 }
 
 int run(const std::string& spec_path) {
@@ -75,7 +56,9 @@ int run(const std::string& spec_path) {
     throw std::runtime_error("the kernel returned " + std::to_string(tensors.size()) +
                              " tensors, the spec names " + std::to_string(outputs.size()));
   }
-  for (std::size_t i = 0; i < tensors.size(); ++i) write_tensor(tensors[i], outputs[i]);
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    write_tensor(tensors[i].to(at::kFloat), outputs[i]);
+  }
   std::cout << kernel.module_name() << " " << kernel.variant() << "\n";
   return 0;
 }
