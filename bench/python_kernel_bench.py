@@ -18,7 +18,6 @@ in one run.
   .venv/bin/python bench/python_kernel_bench.py [--build build] [--reps 7] [--smoke]
 """
 import argparse
-import base64
 import hashlib
 import json
 import os
@@ -51,18 +50,17 @@ def log(msg: str) -> None:
 
 
 def write_noarch_kernel(root: Path, name: str, files: dict) -> Path:
-    """root/build/torch-universal with metadata.json (id, digests), as kernel-builder writes."""
+    """root/build/torch-universal with its metadata.json (id, digests), written by the fixtures'
+    own writer (tests/fixtures/write_metadata.py --noarch), as kernel-builder lays it out."""
     variant = root / "build" / "torch-universal"
     variant.mkdir(parents=True, exist_ok=True)
-    digests = {}
     for path, text in files.items():
         (variant / path).write_text(text)
-        digests[path] = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
     unique = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:7]
-    metadata = {"name": name, "id": f"_{name.replace('-', '_')}_universal_{unique}", "version": 1,
-                "license": "Apache-2.0", "python-depends": [], "backend": {"type": "cpu"},
-                "digest": {"algorithm": "sha256", "files": digests}}
-    (variant / "metadata.json").write_text(json.dumps(metadata))
+    subprocess.run([sys.executable, str(REPO_ROOT / "tests" / "fixtures" / "write_metadata.py"),
+                    str(variant), "--noarch", "--name", name, "--version", "1",
+                    "--id", f"_{name.replace('-', '_')}_universal_{unique}"],
+                   check=True, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     return root
 
 
