@@ -36,6 +36,7 @@ void say(const std::string& key, const std::string& value) {
 }
 
 void report_maps(const std::string& when) {
+  say("pyshim_" + when, mapped("libkernelhub_pyshim.so") ? "1" : "0");
   say("libpython_" + when, mapped("libpython3") ? "1" : "0");
   say("libtorch_python_" + when, mapped("libtorch_python.so") ? "1" : "0");
 }

@@ -47,6 +47,9 @@ TEST_CASE(
   write_noarch_kernel(dir.path(), ops_kernel());
   auto said = run_app({"native-then-python", dir.path().string(), KH_NATIVE_VARIANT_DIR});
   CHECK(said["libpython_start"] == "0");
+  // The case's premise: the native kernel put the C-API shim in the global scope first.
+  CHECK(said["pyshim_start"] == "0");
+  REQUIRE(said["pyshim_after_native"] == "1");
   CHECK(said["libpython_after_native"] == "0");
   CHECK(said["libtorch_python_after_native"] == "0");
   CHECK(said["libpython_after_python"] == "1");
