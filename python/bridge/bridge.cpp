@@ -43,7 +43,9 @@ class CPythonBridge final : public detail::Bridge {
       importer_ = *prepared;
       if (owns_) use_spawn();
     }
-    if (owns_) main_state_ = PyEval_SaveThread();  // from now on, per call
+    // Released for good (the interpreter is never finalised, so its state is not restored):
+    // from now on the lock is taken per call.
+    if (owns_) PyEval_SaveThread();
     if (!prepared) return fail(prepared.error());
     return ok();
   }
@@ -172,7 +174,6 @@ class CPythonBridge final : public detail::Bridge {
 
   bool owns_ = false;
   PyObject* importer_ = nullptr;  // the hook module, kept for the process's life
-  PyThreadState* main_state_ = nullptr;
 };
 
 }  // namespace
