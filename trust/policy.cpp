@@ -239,6 +239,12 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
       KH_TRY(parse_daemon_table(*daemon, source, policy));
       continue;
     }
+    if (key.str() == "cache") {
+      const auto* cache = node.as_table();
+      if (cache == nullptr) return fail(ErrorCode::policy, source + ": 'cache' must be a table");
+      KH_TRY(parse_cache_table(*cache, source, policy.cache));
+      continue;
+    }
     if (key.str() == "signatures") {
       const auto* signatures = node.as_table();
       if (signatures == nullptr) {
@@ -248,8 +254,9 @@ Result<AdminPolicy> parse_policy(std::string_view toml_text, std::string_view so
       continue;
     }
     if (key.str() != "trust") {
-      return fail(ErrorCode::policy, source + ": unknown table or key '" + std::string(key.str()) +
-                                         "' (only [trust], [daemon] and [signatures] are allowed)");
+      return fail(ErrorCode::policy,
+                  source + ": unknown table or key '" + std::string(key.str()) +
+                      "' (only [trust], [daemon], [cache] and [signatures] are allowed)");
     }
     const auto* trust = node.as_table();
     if (trust == nullptr) return fail(ErrorCode::policy, source + ": 'trust' must be a table");

@@ -5,6 +5,7 @@
 
 #include <toml++/toml.h>
 
+#include "kernelhub/trust/cache_settings.hpp"
 #include "kernelhub/trust/signature_settings.hpp"
 #include "kernelhub/util/result.hpp"
 
@@ -13,5 +14,8 @@ namespace kernelhub::trust {
 // [signatures] and its [signatures.publishers.<org>] tables.
 Result<void> parse_signatures_table(const toml::table& table, const std::string& source,
                                     SignatureSettings& settings);
+// [cache]: the shared cache's bounds.
+Result<void> parse_cache_table(const toml::table& table, const std::string& source,
+                               CacheSettings& settings);
 
 }  // namespace kernelhub::trust

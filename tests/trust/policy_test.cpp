@@ -203,3 +203,41 @@ TEST_CASE("[signatures] refuses what would weaken or confuse it", "[trust][polic
   refused("[signatures.publishers.a]\nissuer = \"i\"\nidentities = [\"x\"]\nrepo = \"r\"\n",
           "unknown key 'repo'");
 }
+
+TEST_CASE("[cache] parses sizes, percentages and durations, and refuses the rest",
+          "[trust][policy][cache]") {
+  auto policy = parse_policy(R"(
+[cache]
+max_size = "50GiB"
+min_free = "10%"
+max_unused_age = "30d"
+check_interval = "5m"
+)");
+  REQUIRE(policy);
+  CHECK(policy->cache.max_size == 50ULL << 30);
+  CHECK(policy->cache.min_free_percent == 10.0);
+  CHECK_FALSE(policy->cache.min_free_bytes);
+  CHECK(policy->cache.max_unused_age == std::chrono::hours(24 * 30));
+  CHECK(policy->cache.check_interval == std::chrono::minutes(5));
+  CHECK(policy->cache.bounded());
+
+  auto numbers =
+      parse_policy("[cache]\nmax_size = 1000000\nmin_free = \"2G\"\nmax_unused_age = 3600\n");
+  REQUIRE(numbers);
+  CHECK(numbers->cache.max_size == 1'000'000);
+  CHECK(numbers->cache.min_free_bytes == 2'000'000'000);
+  CHECK(numbers->cache.max_unused_age == std::chrono::hours(1));
+  CHECK_FALSE(parse_policy("")->cache.bounded());
+
+  for (const char* bad : {"[cache]\nmax_size = \"lots\"", "[cache]\nmax_size = -1",
+                          "[cache]\nmin_free = \"100%\"", "[cache]\nmin_free = \"x%\"",
+                          "[cache]\nmax_unused_age = \"3y\"", "[cache]\ncheck_interval = 0",
+                          "[cache]\nmax_size = true", "[cache]\nsize = 1", "cache = 1"}) {
+    INFO(bad);
+    const auto parsed = parse_policy(bad);
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().code == ErrorCode::policy);
+  }
+  CHECK(parse_policy("[cache]\nsize = 1").error().message.find("max_size, min_free") !=
+        std::string::npos);
+}

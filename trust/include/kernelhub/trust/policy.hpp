@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "kernelhub/trust/cache_settings.hpp"
 #include "kernelhub/trust/signature_settings.hpp"
 #include "kernelhub/util/environment.hpp"
 #include "kernelhub/util/result.hpp"
@@ -61,6 +62,8 @@ struct AdminPolicy {
   DaemonLimitSettings limits;
   // [signatures]: Sigstore verification of each variant's metadata.json.
   SignatureSettings signatures;
+  // [cache]: the bounds of the shared cache (kernelhub/trust/cache_settings.hpp).
+  CacheSettings cache;
 };
 
 struct TrustDecision {
@@ -97,6 +100,8 @@ bool peer_may_import(const AdminPolicy& policy, uid_t uid, gid_t gid,
 //   idle_timeout_s = 120
 //   frame_timeout_s = 10
 //   max_downloads = 8
+//   [cache]                          # see trust/cache_policy.cpp
+//   max_size = "50GiB"
 //   [signatures]                     # see trust/signature_policy.cpp
 //   mode = "enforce"
 // An unknown user or group name fails: a typo must not silently lock people out.
