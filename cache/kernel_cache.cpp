@@ -199,6 +199,39 @@ std::optional<FileLock> KernelCache::try_lock_instance() const {
   return lock;
 }
 
+fs::path KernelCache::state_dir(const trust::RepoId& repo) const {
+  return repo_dir(repo) / ".kernelhub";
+}
+
+fs::path KernelCache::usage_dir(const trust::RepoId& repo, std::string_view commit) const {
+  return state_dir(repo) / "used" / std::string(commit);
+}
+
+fs::path KernelCache::usage_marker_path(const trust::RepoId& repo, std::string_view commit,
+                                        std::string_view variant) const {
+  return usage_dir(repo, commit) / std::string(variant);
+}
+
+fs::path KernelCache::pins_path(const trust::RepoId& repo) const {
+  return state_dir(repo) / "pins.json";
+}
+
+fs::path KernelCache::trash_dir(const trust::RepoId& repo) const {
+  return state_dir(repo) / "trash";
+}
+
+Result<FileLock> KernelCache::hold_repo(const trust::RepoId& repo) const {
+  const fs::path dir = root_ / ".locks" / repo_folder_name(repo);
+  KH_TRY(util::make_dirs(dir));
+  return FileLock::acquire_shared(dir / "in-use.lock", 0664);
+}
+
+std::optional<FileLock> KernelCache::try_lock_repo_for_removal(const trust::RepoId& repo) const {
+  const fs::path dir = root_ / ".locks" / repo_folder_name(repo);
+  if (!util::make_dirs(dir)) return std::nullopt;
+  return FileLock::try_acquire(dir / "in-use.lock", /*create=*/true, 0664);
+}
+
 Result<FileLock> KernelCache::lock(const trust::RepoId& repo, std::string_view name) const {
   KH_TRY(trust::validate_repo_path(name));
   if (name.find('/') != std::string_view::npos) {

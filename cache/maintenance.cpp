@@ -1,4 +1,4 @@
-// verify_cache and collect_garbage. Every open is relative to a directory fd with
+// verify_cache and collect_garbage (over evict). Every open is relative to a directory fd with
 // O_NOFOLLOW, so a symlink planted in the cache is never followed out of it.
 #include "kernelhub/cache/maintenance.hpp"
 
@@ -12,6 +12,7 @@
 #include <cstring>
 #include <set>
 
+#include "kernelhub/cache/cache_usage.hpp"
 #include "kernelhub/cache/repo_folder.hpp"
 #include "kernelhub/trust/digest.hpp"
 #include "kernelhub/util/fs_util.hpp"
@@ -26,17 +27,6 @@ namespace {
 
 bool is_blob_name(std::string_view name) {
   return trust::is_lower_hex(name, 64) || trust::is_lower_hex(name, 40);
-}
-
-// The repos to visit: kernels--* folders that are real directories (not symlinks).
-std::vector<trust::RepoId> cached_repos(const fs::path& root) {
-  std::vector<trust::RepoId> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    auto id = parse_repo_folder_name(it->path().filename().string());
-    if (id && it->is_directory(ec) && !it->is_symlink(ec)) out.push_back(*id);
-  }
-  return out;
 }
 
 std::vector<std::string> dir_entries(int dir_fd) {
@@ -94,35 +84,6 @@ std::optional<std::string> check_blob(int blobs_fd, const std::string& name) {
   return std::nullopt;
 }
 
-// Commits that some file under refs/ (nested refs like refs/pr/1 included) points to.
-std::set<std::string> referenced_commits(const fs::path& refs_dir) {
-  std::set<std::string> out;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(refs_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
-    auto read = util::read_small_file(it->path(), 63);
-    std::string text = read ? read->substr(0, read->find('\n')) : std::string();
-    while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.pop_back();
-    if (trust::is_lower_hex(text, 40)) out.insert(text);
-  }
-  return out;
-}
-
-// Blob names that symlinks under snapshots/ point at (…/blobs/<name>). Directory symlinks
-// are not descended into.
-std::set<std::string> linked_blobs(const fs::path& snapshots_dir) {
-  std::set<std::string> out;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(snapshots_dir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (!it->is_symlink(ec)) continue;
-    const fs::path target = fs::read_symlink(it->path(), ec);
-    if (!ec && target.parent_path().filename() == "blobs") out.insert(target.filename().string());
-    ec.clear();
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<VerifyReport> verify_cache(const KernelCache& cache, std::optional<trust::RepoId> only) {
@@ -133,7 +94,7 @@ Result<VerifyReport> verify_cache(const KernelCache& cache, std::optional<trust:
     return util::errno_error(errno, "cannot open cache root", cache.root());
   }
   std::vector<trust::RepoId> repos =
-      only ? std::vector<trust::RepoId>{*only} : cached_repos(cache.root());
+      only ? std::vector<trust::RepoId>{*only} : cached_repo_ids(cache);
   for (const auto& repo : repos) {
     const std::string folder = cache.repo_dir(repo).filename().string();
     UniqueFd repo_fd = open_dir_at(root.get(), folder.c_str());
@@ -152,40 +113,9 @@ Result<VerifyReport> verify_cache(const KernelCache& cache, std::optional<trust:
   return report;
 }
 
-Result<GcReport> collect_garbage(const KernelCache& cache) {
-  GcReport report;
-  std::error_code ec;
-  if (!fs::exists(cache.root(), ec)) return report;
-  for (const auto& repo : cached_repos(cache.root())) {
-    const fs::path dir = cache.repo_dir(repo);
-    const auto keep = referenced_commits(dir / "refs");
-    for (fs::directory_iterator it(dir / "snapshots", ec), end; !ec && it != end;
-         it.increment(ec)) {
-      if (keep.contains(it->path().filename().string())) continue;
-      std::error_code rec;
-      fs::remove_all(it->path(), rec);  // removes symlinks themselves, never their targets
-      // The snapshot's signature receipts go with it (a later download verifies anew).
-      if (!rec)
-        fs::remove_all(cache.signature_receipts_dir(repo, it->path().filename().string()), rec);
-      if (rec)
-        return fail(ErrorCode::io, "cannot remove " + it->path().string() + ": " + rec.message());
-      ++report.removed_snapshots;
-    }
-    ec.clear();
-    const auto linked = linked_blobs(dir / "snapshots");
-    UniqueFd blobs = open_dir_at(AT_FDCWD, (dir / "blobs").c_str());
-    if (!blobs) continue;
-    for (const auto& name : dir_entries(blobs.get())) {
-      if (!is_blob_name(name) || linked.contains(name)) continue;
-      struct stat st {};
-      if (::fstatat(blobs.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      if (::unlinkat(blobs.get(), name.c_str(), 0) != 0)
-        return util::errno_error(errno, "cannot remove blob", dir / "blobs" / name);
-      ++report.removed_blobs;
-      if (S_ISREG(st.st_mode)) report.freed_bytes += static_cast<std::uint64_t>(st.st_size);
-    }
-  }
-  return report;
+Result<GcReport> collect_garbage(const KernelCache& cache, EvictionOptions options) {
+  options.remove_unreferenced = true;
+  return evict(cache, options);
 }
 
 }  // namespace kernelhub::cache

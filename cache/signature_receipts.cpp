@@ -26,7 +26,7 @@ bool owned_and_private(const struct stat& st) {
 
 fs::path KernelCache::signature_receipts_dir(const trust::RepoId& repo,
                                              std::string_view commit) const {
-  return repo_dir(repo) / ".kernelhub" / "signatures" / std::string(commit);
+  return state_dir(repo) / "signatures" / std::string(commit);
 }
 
 fs::path KernelCache::signature_receipt_path(const trust::RepoId& repo, std::string_view commit,

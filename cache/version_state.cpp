@@ -16,12 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kStateDir = ".kernelhub";
 constexpr util::JsonBounds kStateJson{4096, 4, 16};
-
-fs::path state_dir(const KernelCache& cache, const trust::RepoId& repo) {
-  return cache.repo_dir(repo) / kStateDir;
-}
 
 std::optional<VersionState> read_state_file(const fs::path& path, std::uint64_t version) {
   const auto text = util::read_small_file(path, kStateJson.max_bytes);
@@ -52,15 +47,13 @@ std::optional<std::uint64_t> version_of(std::string_view file_name) {
 
 std::optional<VersionState> KernelCache::read_version_state(const trust::RepoId& repo,
                                                             std::uint64_t version) const {
-  return read_state_file(state_dir(*this, repo) / ("v" + std::to_string(version) + ".json"),
-                         version);
+  return read_state_file(state_dir(repo) / ("v" + std::to_string(version) + ".json"), version);
 }
 
 std::vector<VersionState> KernelCache::version_states(const trust::RepoId& repo) const {
   std::vector<VersionState> states;
   std::error_code ec;
-  for (fs::directory_iterator it(state_dir(*this, repo), ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::directory_iterator it(state_dir(repo), ec), end; !ec && it != end; it.increment(ec)) {
     const auto version = version_of(it->path().filename().string());
     if (!version) continue;
     if (auto state = read_state_file(it->path(), *version)) states.push_back(std::move(*state));
@@ -72,7 +65,7 @@ std::vector<VersionState> KernelCache::version_states(const trust::RepoId& repo)
 
 Result<void> KernelCache::write_version_state(const trust::RepoId& repo,
                                               const VersionState& state) const {
-  const fs::path dir = state_dir(*this, repo);
+  const fs::path dir = state_dir(repo);
   util::DirtyDirs dirty;
   KH_TRY(dirty.create(dir));
   nlohmann::json doc = {{"accepted", state.accepted}};

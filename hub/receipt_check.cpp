@@ -43,7 +43,8 @@ Result<ReceiptReport> recheck_receipts(const cache::KernelCache& cache,
   for (const auto& repo : repos) {
     if (only && repo.repo != *only) continue;
     for (const auto& revision : repo.revisions) {
-      for (const auto& variant : revision.variants) {
+      for (const auto& cached : revision.variants) {
+        const std::string& variant = cached.name;
         std::error_code ec;
         if (!fs::exists(cache.signature_receipt_path(repo.repo, revision.commit, variant), ec)) {
           continue;

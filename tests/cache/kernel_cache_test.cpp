@@ -162,7 +162,9 @@ TEST_CASE("list reports repos, revisions, refs, variants and sizes", "[cache][li
   const CachedRevision& r1 = relu.revisions[0];
   CHECK(r1.commit == test::kCommit);
   CHECK(r1.refs == std::vector<std::string>{"main", "v1"});
-  CHECK(r1.variants == std::vector<std::string>{"torch-cpu", "torch211-cxx11-cpu-x86_64-linux"});
+  REQUIRE(r1.variants.size() == 2);
+  CHECK(r1.variants[0].name == "torch-cpu");
+  CHECK(r1.variants[1].name == "torch211-cxx11-cpu-x86_64-linux");
   CHECK(r1.size_bytes == 2 + 4 + 3 + 3);
   const CachedRevision& r2 = relu.revisions[1];
   CHECK(r2.commit == commit2);

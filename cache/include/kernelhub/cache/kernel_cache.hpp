@@ -29,11 +29,18 @@ struct SnapshotFile {
   std::string etag;  // blobs/<etag> must exist
 };
 
+struct CachedVariant {
+  std::string name;              // folder name under snapshots/<commit>/build/
+  std::uint64_t size_bytes = 0;  // the blobs it links (blobs shared with others included)
+  std::int64_t last_used = 0;    // unix seconds: its last hand-out, else when it was published
+  bool pinned = false;
+};
+
 struct CachedRevision {
   std::string commit;
-  std::vector<std::string> refs;      // refs pointing at this commit (e.g. "v1", "main")
-  std::vector<std::string> variants;  // folder names under snapshots/<commit>/build/
-  std::uint64_t size_bytes = 0;       // sum of the blobs this snapshot references
+  std::vector<std::string> refs;        // refs pointing at this commit (e.g. "v1", "main")
+  std::vector<CachedVariant> variants;  // by name
+  std::uint64_t size_bytes = 0;         // sum of the blobs this snapshot references
 };
 
 // What kernelhub accepted for one version branch of a repo: the commit it serves for vN, and
@@ -69,6 +76,17 @@ class KernelCache {
   std::filesystem::path repo_dir(const trust::RepoId& repo) const;  // kernels--org--name
   std::filesystem::path blobs_dir(const trust::RepoId& repo) const;
   std::filesystem::path snapshot_dir(const trust::RepoId& repo, std::string_view commit) const;
+  // <repo folder>/.kernelhub: kernelhub's own state beside the HF layout (ignored by
+  // huggingface_hub's scan): version states, signature receipts, usage markers, pins, and
+  // the trash an eviction empties.
+  std::filesystem::path state_dir(const trust::RepoId& repo) const;
+  // .kernelhub/used/<commit>/<variant> (see usage.hpp), .kernelhub/pins.json (pins.hpp),
+  // .kernelhub/trash/ (eviction.hpp).
+  std::filesystem::path usage_dir(const trust::RepoId& repo, std::string_view commit) const;
+  std::filesystem::path usage_marker_path(const trust::RepoId& repo, std::string_view commit,
+                                          std::string_view variant) const;
+  std::filesystem::path pins_path(const trust::RepoId& repo) const;
+  std::filesystem::path trash_dir(const trust::RepoId& repo) const;
 
   // Creates root (with CACHEDIR.TAG), the repo folder, blobs/, refs/, snapshots/.
   Result<void> prepare_repo(const trust::RepoId& repo) const;
@@ -121,6 +139,14 @@ class KernelCache {
                             std::string_view path) const;
 
   Result<FileLock> lock(const trust::RepoId& repo, std::string_view name) const;
+
+  // The repo's use lock, .locks/<repo folder>/in-use.lock: every fetch holds it shared from
+  // the moment it looks at the repo's cached files until it has published (and, embedded,
+  // opened the files it hands out), so a removal never takes a blob a fetch is about to link
+  // or a variant it is about to open. Removals (gc, eviction) take it exclusive without
+  // waiting and leave a repo in use alone: nullopt then.
+  Result<FileLock> hold_repo(const trust::RepoId& repo) const;
+  std::optional<FileLock> try_lock_repo_for_removal(const trust::RepoId& repo) const;
 
   // The lock one kernelhubd holds on this cache for its lifetime: .locks/kernelhubd.lock
   // (huggingface_hub's cache scan skips .locks/). nullopt when another process holds it, or

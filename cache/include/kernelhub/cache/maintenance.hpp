@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernelhub/cache/eviction.hpp"
 #include "kernelhub/cache/kernel_cache.hpp"
 #include "kernelhub/trust/repo_id.hpp"
 #include "kernelhub/util/result.hpp"
@@ -32,14 +33,11 @@ struct VerifyReport {
 Result<VerifyReport> verify_cache(const KernelCache& cache,
                                   std::optional<trust::RepoId> only = std::nullopt);
 
-struct GcReport {
-  std::size_t removed_snapshots = 0;
-  std::size_t removed_blobs = 0;
-  std::uint64_t freed_bytes = 0;
-};
+using GcReport = EvictionReport;
 
-// Removes snapshots no ref points to, then blobs no remaining snapshot symlink references.
-// Temps (*.incomplete) are left to sweep_stale_temps.
-Result<GcReport> collect_garbage(const KernelCache& cache);
+// `kernelhub gc`: removes snapshots no ref points to and no pin keeps, then whatever `limits`
+// want gone (eviction.hpp), then blobs no remaining snapshot links. Repos a fetch holds are
+// skipped. Temps (*.incomplete) are left to sweep_stale_temps.
+Result<GcReport> collect_garbage(const KernelCache& cache, EvictionOptions options = {});
 
 }  // namespace kernelhub::cache
