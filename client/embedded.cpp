@@ -1,6 +1,7 @@
 #include "embedded.hpp"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -9,6 +10,8 @@
 #include "kernelhub/cache/cache_json.hpp"
 #include "kernelhub/cache/handout.hpp"
 #include "kernelhub/cache/maintenance.hpp"
+#include "kernelhub/cache/pinning.hpp"
+#include "kernelhub/cache/usage.hpp"
 #include "kernelhub/hub/http.hpp"
 #include "kernelhub/hub/hub_config.hpp"
 #include "kernelhub/hub/import_signatures.hpp"
@@ -59,11 +62,22 @@ Result<FetchedKernel> EmbeddedBackend::fetch(const fetch::Request& request,
   hub::CurlHttpClient http(config);
   hub::Fetcher fetcher(config, http, cache_, std::move(policy), trust::TrustEnvironment::from(env_),
                        env_);
+  // Held through the hand-out: no gc of another process removes what is about to be opened
+  // (best effort, as in the fetcher: a cache we cannot lock is one we cannot write).
+  const auto in_use = cache_.hold_repo(request.repo);
   KH_TRY_ASSIGN(auto result, fetcher.fetch(request, progress));
 
   FetchedKernel kernel{std::move(result.manifest), /*via_daemon=*/false, {}};
+  std::optional<Result<util::FileLock>> moved_in_use;  // a renamed or redirected repo
+  if (kernel.manifest.repo != request.repo)
+    moved_in_use.emplace(cache_.hold_repo(kernel.manifest.repo));
   if (hand_out) {
     KH_TRY_ASSIGN(kernel.fds, hand_out_files(cache_, kernel.manifest));
+  }
+  // The use, for eviction by least recent use; a read-only cache keeps none.
+  const auto now = cache::WallClock::now();
+  for (const auto& variant : kernel.manifest.variants) {
+    (void)cache::record_use(cache_, {kernel.manifest.repo, kernel.manifest.commit, variant}, now);
   }
   return kernel;
 }
@@ -100,11 +114,35 @@ Result<nlohmann::json> EmbeddedBackend::import_bundle(int fd) const {
   return cache::bundle::imported_json(imported, cache_);
 }
 
-Result<nlohmann::json> EmbeddedBackend::gc() const {
-  KH_TRY_ASSIGN(auto report, cache::collect_garbage(cache_));
-  return nlohmann::json{{"removed_snapshots", report.removed_snapshots},
-                        {"removed_blobs", report.removed_blobs},
-                        {"freed_bytes", report.freed_bytes}};
+Result<nlohmann::json> EmbeddedBackend::gc(const GcOptions& options) const {
+  cache::EvictionOptions eviction;
+  if (options.bounds.bounded()) {
+    eviction.limits = options.bounds;
+  } else if (policy_file_) {
+    KH_TRY_ASSIGN(const auto policy, load_policy());
+    eviction.limits = policy.cache;
+  }
+  eviction.dry_run = options.dry_run;
+  KH_TRY_ASSIGN(auto report, cache::collect_garbage(cache_, eviction));
+  return cache::gc_report_json(report, options.dry_run);
+}
+
+Result<nlohmann::json> EmbeddedBackend::pin(const PinOptions& options) const {
+  KH_TRY_ASSIGN(const auto policy, load_policy());
+  const cache::PinSpec spec{options.repo, options.revision, options.variants, options.source,
+                            "uid " + std::to_string(::geteuid())};
+  KH_TRY(cache::pin_revision(cache_, spec, policy.cache.max_size));
+  return nlohmann::json{{"repos", cache::pins_listing_json(cache_)}, {"removed", 0}};
+}
+
+Result<nlohmann::json> EmbeddedBackend::unpin(const trust::RepoId& repo,
+                                              const std::optional<std::string>& revision) const {
+  KH_TRY_ASSIGN(const auto removed, cache::remove_pins(cache_, repo, revision));
+  return nlohmann::json{{"repos", cache::pins_listing_json(cache_)}, {"removed", removed}};
+}
+
+Result<nlohmann::json> EmbeddedBackend::pins() const {
+  return nlohmann::json{{"repos", cache::pins_listing_json(cache_)}, {"removed", 0}};
 }
 
 }  // namespace kernelhub::client

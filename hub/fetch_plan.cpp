@@ -155,6 +155,7 @@ Result<void> FetchPlan::download(const ProgressCallback& progress) {
     base.bytes_total += slot.writer.expected().size;
   }
   base.files_total = static_cast<int>(jobs.size());
+  if (space_gate_ && base.bytes_total > 0) KH_TRY(space_gate_(base.bytes_total));
   if (progress) progress(base);
   Downloader downloader(config_);
   KH_TRY(downloader.run(jobs, progress, base));

@@ -30,6 +30,8 @@ class FetchPlan {
       const std::string& variant, const std::string& metadata_etag, std::string_view metadata,
       const Result<std::optional<std::string>>& bundle)>;
   void set_signature_hook(SignatureHook hook) { signature_hook_ = std::move(hook); }
+  // Asked before download() writes anything, with the bytes it will write.
+  void set_space_gate(Fetcher::SpaceGate gate) { space_gate_ = std::move(gate); }
 
   // Adds the files of build/<variant>/ (a recursive tree listing). metadata.json, if
   // present, is fetched here (small, in memory, size-capped) so a bad one fails early; with a
@@ -76,6 +78,7 @@ class FetchPlan {
   std::map<std::string, std::size_t> slot_by_etag_;
   std::map<std::string, trust::KernelMetadata> metadata_;  // by variant
   SignatureHook signature_hook_;
+  Fetcher::SpaceGate space_gate_;
 };
 
 }  // namespace kernelhub::hub

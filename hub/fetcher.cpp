@@ -230,8 +230,14 @@ Result<FetchResult> FetchCall::fetch_commit(const fetch::Request& asked, const s
       f_.download_gate_
           ? f_.download_gate_(request.repo.str() + '@' + commit + ' ' + util::join(variants, ", "))
           : nullptr;
+  // From the first look at the cached blobs until the refs are written, no eviction or gc
+  // touches this repo (a blob it keeps, or one it has committed but not linked yet). A cache
+  // where the lock cannot be made is one this process cannot write either: no removal of ours
+  // runs there, and a write the fetch needs fails on its own.
+  const auto in_use = f_.cache_.hold_repo(request.repo);
 
   FetchPlan plan(f_.config_, f_.http_, f_.api_, f_.cache_, request.repo, commit);
+  plan.set_space_gate(f_.space_gate_);
   receipts_.clear();
   signature_warnings_.clear();
   if (f_.policy_.signatures.mode != trust::SignatureMode::off) {

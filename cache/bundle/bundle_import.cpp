@@ -51,6 +51,7 @@ class Importer {
   const KernelCache& cache_;
   const ImportOptions& options_;
   BundleManifest manifest_;
+  std::vector<util::FileLock> held_;          // KernelCache::hold_repo of every repo in the bundle
   std::map<std::string, PlannedBlob> blobs_;  // by archive entry name
   std::vector<fs::path> created_;             // repo folders this import made (empty until publish)
   // Per repo: (variant, receipt) to write, and the warnings of warn mode.
@@ -95,6 +96,12 @@ Result<void> Importer::plan() {
       return fail(decision.code, "bundle holds " + repo.repo.str() + ": " + decision.reason +
                                      "; nothing was imported");
     }
+  }
+  // Held until the import is done: no eviction or gc takes a cached blob this import keeps,
+  // or one it has committed and not linked yet.
+  for (const auto& repo : manifest_.repos) {
+    KH_TRY_ASSIGN(auto held, cache_.hold_repo(repo.repo));
+    held_.push_back(std::move(held));
   }
   KH_TRY(plan_blobs());
   for (const auto& repo : manifest_.repos) {

@@ -63,6 +63,12 @@ class Fetcher {
   using DownloadGate = std::function<std::shared_ptr<void>(const std::string& key)>;
   void set_download_gate(DownloadGate gate) { download_gate_ = std::move(gate); }
 
+  // Called before a download with the bytes it will write (the listing's sizes of what the
+  // cache lacks), while the repo is held (KernelCache::hold_repo): kernelhubd makes room
+  // there. An error stops the fetch before anything is written.
+  using SpaceGate = std::function<Result<void>(std::uint64_t bytes)>;
+  void set_space_gate(SpaceGate gate) { space_gate_ = std::move(gate); }
+
  private:
   // Each fetch() runs as its own FetchCall (hub/fetch_call.hpp): what one fetch learns (a
   // refused move, receipts, a missing kernel-status.toml) lives in that value, so a Fetcher
@@ -79,6 +85,7 @@ class Fetcher {
   util::Environment platform_env_;
   std::optional<SignatureVerifier> signature_verifier_;
   DownloadGate download_gate_;
+  SpaceGate space_gate_;
   HubApi api_;
 };
 
