@@ -36,6 +36,7 @@ class Fields {
   Result<const nlohmann::json*> object(const char* key) const;
 
   Unexpected invalid(const char* key, const char* expected) const;
+  bool has(const char* key) const { return find(key) != nullptr; }  // present, null included
 
  private:
   const nlohmann::json* find(const char* key) const;

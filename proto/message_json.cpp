@@ -93,7 +93,12 @@ json to_json(const Counters& c) {
               {"flights_active", c.flights_active},
               {"errors_by_class", c.errors_by_class},
               {"flight_seconds_buckets", c.flight_seconds_buckets},
-              {"flight_seconds_sum", c.flight_seconds_sum}};
+              {"flight_seconds_sum", c.flight_seconds_sum},
+              {"evictions", c.evictions},
+              {"evicted_bytes", c.evicted_bytes},
+              {"cache_bytes", c.cache_bytes},
+              {"cache_free_bytes", c.cache_free_bytes},
+              {"cache_pinned_bytes", c.cache_pinned_bytes}};
 }
 
 json to_json(const StatusReply& m) {
@@ -123,16 +128,6 @@ json to_json(const VerifyReply& m) {
               {"corrupt", std::move(corrupt)},
               {"receipts_checked", m.receipts_checked},
               {"receipts_changed", m.receipts_changed}};
-}
-
-json to_json(const GcRequest& m) { return json{{"type", "gc"}, {"id", m.id}}; }
-
-json to_json(const GcReply& m) {
-  return json{{"type", "gc"},
-              {"id", m.id},
-              {"removed_snapshots", m.removed_snapshots},
-              {"removed_blobs", m.removed_blobs},
-              {"freed_bytes", m.freed_bytes}};
 }
 
 json to_json(const ImportRequest& m) {
@@ -175,6 +170,8 @@ std::string_view type_name(const Message& m) {
     std::string_view operator()(const GcReply&) const { return "gc"; }
     std::string_view operator()(const ImportRequest&) const { return "import"; }
     std::string_view operator()(const ImportReply&) const { return "imported"; }
+    std::string_view operator()(const PinRequest&) const { return "pin"; }
+    std::string_view operator()(const PinReply&) const { return "pins"; }
     std::string_view operator()(const ErrorReply&) const { return "error"; }
   };
   return std::visit(Namer{}, m);

@@ -4,6 +4,7 @@
 
 #include "json_fields.hpp"
 #include "kernelhub/proto/messages.hpp"
+#include "maintenance_messages.hpp"
 
 namespace kernelhub::proto {
 namespace {
@@ -208,11 +209,16 @@ Result<Counters> parse_counters(const nlohmann::json& value) {
   c.signatures_refused = signatures_refused.value_or(0);
   KH_TRY_ASSIGN(auto signatures_warned, f.optional_uint("signatures_warned"));
   c.signatures_warned = signatures_warned.value_or(0);
-  const std::array<std::pair<const char*, std::uint64_t*>, 4> optional_members{
+  const std::array<std::pair<const char*, std::uint64_t*>, 9> optional_members{
       {{"trust_refused", &c.trust_refused},
        {"http_requests", &c.http_requests},
        {"flights", &c.flights},
-       {"flights_active", &c.flights_active}}};
+       {"flights_active", &c.flights_active},
+       {"evictions", &c.evictions},
+       {"evicted_bytes", &c.evicted_bytes},
+       {"cache_bytes", &c.cache_bytes},
+       {"cache_free_bytes", &c.cache_free_bytes},
+       {"cache_pinned_bytes", &c.cache_pinned_bytes}}};
   for (auto [key, target] : optional_members) {
     KH_TRY_ASSIGN(auto n, f.optional_uint(key));
     *target = n.value_or(0);
@@ -280,14 +286,6 @@ Result<Message> parse_verify_reply(const Fields& f) {
   return Message{std::move(m)};
 }
 
-Result<Message> parse_gc_reply(const Fields& f) {
-  KH_TRY_ASSIGN(auto id, f.uint("id"));
-  KH_TRY_ASSIGN(auto snapshots, f.uint("removed_snapshots"));
-  KH_TRY_ASSIGN(auto blobs, f.uint("removed_blobs"));
-  KH_TRY_ASSIGN(auto freed, f.uint("freed_bytes"));
-  return Message{GcReply{id, snapshots, blobs, freed}};
-}
-
 Result<Message> parse_import_request(const Fields& f) {
   KH_TRY_ASSIGN(auto id, f.uint("id"));
   KH_TRY_ASSIGN(auto fd, f.uint("fd"));
@@ -347,8 +345,9 @@ Result<Message> parse_message(const nlohmann::json& frame, Sender sender) {
       if (type == "status") return parse_id_only<StatusRequest>(f);
       if (type == "ls") return parse_id_only<LsRequest>(f);
       if (type == "verify") return parse_verify_request(f);
-      if (type == "gc") return parse_id_only<GcRequest>(f);
+      if (type == "gc") return detail::parse_gc_request(f);
       if (type == "import") return parse_import_request(f);
+      if (type == "pin") return detail::parse_pin_request(f);
       return unknown(type, sender);
     }
     if (type == "progress") return parse_progress(f);
@@ -356,8 +355,9 @@ Result<Message> parse_message(const nlohmann::json& frame, Sender sender) {
     if (type == "status") return parse_status_reply(f);
     if (type == "ls") return parse_ls_reply(f);
     if (type == "verified") return parse_verify_reply(f);
-    if (type == "gc") return parse_gc_reply(f);
+    if (type == "gc") return detail::parse_gc_reply(f);
     if (type == "imported") return parse_import_reply(f);
+    if (type == "pins") return detail::parse_pin_reply(f);
     if (type == "error") return parse_error(f, frame);
     return unknown(type, sender);
   }();
@@ -378,7 +378,8 @@ Result<Message> parse_message(const nlohmann::json& frame) {
     if (type != frame.end() && type->is_string()) {
       const auto& t = type->get_ref<const std::string&>();
       const bool reply = t == "progress" || t == "fetched" || t == "verified" || t == "error" ||
-                         t == "imported" || (t == "status" && frame.contains("counters")) ||
+                         t == "imported" || t == "pins" ||
+                         (t == "status" && frame.contains("counters")) ||
                          (t == "ls" && frame.contains("repos")) ||
                          (t == "gc" && frame.contains("removed_snapshots"));
       return parse_message(frame, reply ? Sender::daemon : Sender::client);

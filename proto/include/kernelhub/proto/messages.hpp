@@ -113,6 +113,14 @@ struct Counters {
   // kFlightSecondsBounds.size() + 1 entries, or none), and their sum.
   std::vector<std::uint64_t> flight_seconds_buckets;
   double flight_seconds_sum = 0;
+  // The cache (absent from daemons before eviction: 0): variants evicted and their blob
+  // bytes (counters); the blobs' bytes, the file system's free bytes and the pinned
+  // variants' bytes (gauges, as of the daemon's last look).
+  std::uint64_t evictions = 0;
+  std::uint64_t evicted_bytes = 0;
+  std::uint64_t cache_bytes = 0;
+  std::uint64_t cache_free_bytes = 0;
+  std::uint64_t cache_pinned_bytes = 0;
   bool operator==(const Counters&) const = default;
 };
 
@@ -168,17 +176,62 @@ struct VerifyReply {  // type `verified`
   bool operator==(const VerifyReply&) const = default;
 };
 
+// `gc`: snapshots no ref names go; with any bound, the least recently used variants until
+// the cache is within it (the daemon's [cache] policy where the request names none). A
+// request with a bound may come only from a peer that may import (it removes kernels others
+// use); `dry_run` may come from anyone.
 struct GcRequest {
   RequestId id = 0;
+  std::optional<std::uint64_t> max_size;
+  std::optional<std::uint64_t> min_free_bytes;
+  std::optional<double> min_free_percent;  // 0 <= p < 100
+  std::optional<std::uint64_t> max_unused_age_s;
+  bool dry_run = false;
+  bool has_bounds() const {
+    return max_size || min_free_bytes || min_free_percent || max_unused_age_s;
+  }
   bool operator==(const GcRequest&) const = default;
 };
 
+// The members after freed_bytes are absent from daemons before eviction (then 0 / empty /
+// true). `evicted`: {repo, commit, variant, size_bytes, last_used, reason} objects, checked to
+// be an array and passed through (cache::eviction_report_json makes them).
 struct GcReply {
   RequestId id = 0;
   std::uint64_t removed_snapshots = 0;
   std::uint64_t removed_blobs = 0;
   std::uint64_t freed_bytes = 0;
+  nlohmann::json evicted = nlohmann::json::array();
+  std::uint64_t cache_bytes = 0;
+  std::uint64_t pinned_bytes = 0;
+  std::uint64_t free_bytes = 0;
+  std::vector<std::string> skipped;
+  bool within_bounds = true;
+  bool dry_run = false;
   bool operator==(const GcReply&) const = default;
+};
+
+// `pin`: action "add" (repo, revision: a commit or a ref of the daemon's cache, variants:
+// none for all, source: what asked), "remove" (repo, revision optional: every pin of the
+// repo without), or "list". add and remove follow the import rule; list is open.
+struct PinRequest {
+  RequestId id = 0;
+  std::string action;
+  std::optional<std::string> repo;
+  std::optional<std::string> revision;
+  std::vector<std::string> variants;
+  std::string source;
+  bool operator==(const PinRequest&) const = default;
+};
+
+// `pins`: the repos with pins after the request ({repo, pins: [{commit, variants, source,
+// pinned_by, pinned_at, size_bytes, cached}]}), checked to be an array and passed through;
+// `removed`: how many pins a remove took away.
+struct PinReply {
+  RequestId id = 0;
+  nlohmann::json repos = nlohmann::json::array();
+  std::uint64_t removed = 0;
+  bool operator==(const PinReply&) const = default;
 };
 
 // `import`: a bundle (.tar.zst) to verify and publish into the daemon's cache; the open file
@@ -208,7 +261,7 @@ struct ErrorReply {
 
 using Message = std::variant<Hello, FetchRequest, Progress, Fetched, StatusRequest, StatusReply,
                              LsRequest, LsReply, VerifyRequest, VerifyReply, GcRequest, GcReply,
-                             ImportRequest, ImportReply, ErrorReply>;
+                             ImportRequest, ImportReply, PinRequest, PinReply, ErrorReply>;
 
 // Who sent the frame. `status`, `ls` and `gc` name both a request and its reply.
 enum class Sender { client, daemon };
@@ -237,6 +290,8 @@ nlohmann::json to_json(const VerifyRequest& m);
 nlohmann::json to_json(const VerifyReply& m);
 nlohmann::json to_json(const GcRequest& m);
 nlohmann::json to_json(const GcReply& m);
+nlohmann::json to_json(const PinRequest& m);
+nlohmann::json to_json(const PinReply& m);
 nlohmann::json to_json(const ImportRequest& m);
 nlohmann::json to_json(const ImportReply& m);
 nlohmann::json to_json(const ErrorReply& m);
