@@ -115,10 +115,39 @@ Result<nlohmann::json> Client::import_bundle(int fd) {
   return std::get<EmbeddedBackend>(impl_->backend).import_bundle(fd);
 }
 
-Result<nlohmann::json> Client::gc() {
+Result<nlohmann::json> Client::gc(const GcOptions& options) {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
+    proto::GcRequest request;
+    request.max_size = options.bounds.max_size;
+    request.min_free_bytes = options.bounds.min_free_bytes;
+    request.min_free_percent = options.bounds.min_free_percent;
+    if (options.bounds.max_unused_age)
+      request.max_unused_age_s = static_cast<std::uint64_t>(options.bounds.max_unused_age->count());
+    request.dry_run = options.dry_run;
+    return daemon->call(request);
+  }
+  return std::get<EmbeddedBackend>(impl_->backend).gc(options);
+}
+
+Result<nlohmann::json> Client::pin(const PinOptions& options) {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend)) {
+    return daemon->call(proto::PinRequest{0, "add", options.repo.str(), options.revision,
+                                          options.variants, options.source});
+  }
+  return std::get<EmbeddedBackend>(impl_->backend).pin(options);
+}
+
+Result<nlohmann::json> Client::unpin(const trust::RepoId& repo,
+                                     std::optional<std::string> revision) {
   if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend))
-    return daemon->call(proto::GcRequest{});
-  return std::get<EmbeddedBackend>(impl_->backend).gc();
+    return daemon->call(proto::PinRequest{0, "remove", repo.str(), std::move(revision), {}, ""});
+  return std::get<EmbeddedBackend>(impl_->backend).unpin(repo, revision);
+}
+
+Result<nlohmann::json> Client::pins() {
+  if (auto* daemon = std::get_if<DaemonConnection>(&impl_->backend))
+    return daemon->call(proto::PinRequest{0, "list", std::nullopt, std::nullopt, {}, ""});
+  return std::get<EmbeddedBackend>(impl_->backend).pins();
 }
 
 }  // namespace kernelhub::client

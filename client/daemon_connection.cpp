@@ -200,6 +200,7 @@ Result<nlohmann::json> DaemonConnection::call(const proto::Message& request,
   const std::string_view asked = proto::type_name(request);
   const std::string_view expected = asked == "verify"   ? "verified"
                                     : asked == "import" ? "imported"
+                                    : asked == "pin"    ? "pins"
                                                         : asked;
   KH_TRY_ASSIGN(auto reply, exchange(proto::to_json(request), {}, fds));
   if (proto::type_name(reply.message) != expected) {

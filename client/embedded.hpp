@@ -24,7 +24,11 @@ class EmbeddedBackend {
   Result<nlohmann::json> status() const;
   Result<nlohmann::json> ls() const;
   Result<nlohmann::json> verify(const std::optional<trust::RepoId>& repo) const;
-  Result<nlohmann::json> gc() const;
+  Result<nlohmann::json> gc(const GcOptions& options) const;
+  Result<nlohmann::json> pin(const PinOptions& options) const;
+  Result<nlohmann::json> unpin(const trust::RepoId& repo,
+                               const std::optional<std::string>& revision) const;
+  Result<nlohmann::json> pins() const;
   Result<nlohmann::json> import_bundle(int fd) const;
 
  private:

@@ -1,5 +1,7 @@
 #include "connection.hpp"
 
+#include "cache_requests.hpp"
+
 #include "kernelhub/proto/fetch_wire.hpp"
 
 #include <poll.h>
@@ -112,22 +114,35 @@ class Session {
   }
 
   bool on(const proto::GcRequest& request) {
-    auto report = ctx_.service.gc();
+    // Bounds of the caller's choosing evict kernels other users run: the import rule.
+    if (request.has_bounds() && !request.dry_run && !may_change_cache()) {
+      return error(refused_for(peer_.uid,
+                               "evict from kernelhubd's cache with explicit bounds "
+                               "(plain `kernelhub gc` and --dry-run are open to all)"),
+                   request.id);
+    }
+    cache::EvictionOptions options;
+    options.limits = ctx_.service.policy()->cache;
+    if (request.has_bounds()) options.limits = gc_bounds(request);
+    options.dry_run = request.dry_run;
+    auto report = ctx_.service.gc(std::move(options));
     if (!report) return error(report.error(), request.id);
-    return reply(proto::to_json(proto::GcReply{request.id, report->removed_snapshots,
-                                               report->removed_blobs, report->freed_bytes}));
+    return reply(proto::to_json(gc_reply(request.id, *report, request.dry_run)));
+  }
+
+  bool on(const proto::PinRequest& request) {
+    if (request.action != "list" && !may_change_cache()) {
+      return error(refused_for(peer_.uid, "change the pins of kernelhubd's cache"), request.id);
+    }
+    auto outcome = pin_request(ctx_.cache_root, ctx_.service.policy()->cache, request,
+                               "uid " + std::to_string(peer_.uid));
+    if (!outcome) return error(outcome.error(), request.id);
+    return reply(proto::to_json(*outcome));
   }
 
   bool on(const proto::ImportRequest& request) {
-    if (!trust::peer_may_import(*ctx_.service.policy(), peer_.uid, peer_.gid, peer_.groups)) {
-      spdlog::info("refused an import from uid {}: not in [daemon] import_users/import_groups",
-                   peer_.uid);
-      return error({ErrorCode::permission_denied,
-                    "uid " + std::to_string(peer_.uid) +
-                        " may not import bundles into kernelhubd's cache (ask the admin: "
-                        "[daemon] import_users / import_groups), or import into your own "
-                        "cache with --cache-dir"},
-                   request.id);
+    if (!may_change_cache()) {
+      return error(refused_for(peer_.uid, "import bundles into kernelhubd's cache"), request.id);
     }
     if (request.fd >= received_.size() || !received_[request.fd]) {
       return error(
@@ -143,6 +158,12 @@ class Session {
   bool on(const proto::Hello&) {
     send_error(fd_, ctx_.counters, {ErrorCode::protocol_error, "hello was already exchanged"});
     return true;
+  }
+
+  // Imports, pins and gc with bounds change what every user of the host gets: root, or the
+  // policy's import_users / import_groups.
+  bool may_change_cache() const {
+    return trust::peer_may_import(*ctx_.service.policy(), peer_.uid, peer_.gid, peer_.groups);
   }
 
   // Replies a client must never send (parse_message with Sender::client rejects them).
@@ -230,6 +251,9 @@ proto::StatusReply status_reply(const ConnectionContext& ctx, proto::RequestId i
       std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
   status.cache_root = ctx.cache_root;
   status.counters = ctx.counters.snapshot();
+  // Free space changes with every writer on the file system: read now, not at the last pass.
+  if (const auto space = cache::file_system_space(ctx.cache_root))
+    status.counters.cache_free_bytes = space->free_bytes;
   return status;
 }
 

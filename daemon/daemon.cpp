@@ -136,9 +136,10 @@ Result<void> Daemon::start() {
   {
     std::lock_guard lock(d.service_mutex);
     d.service = std::make_unique<FetchService>(o.cache_dir, std::move(root_fd), o.env,
-                                               o.resolve_ttl, d.counters);
+                                               o.resolve_ttl, d.counters, o.record_usage);
     d.apply_limits(policy);
     d.service->set_policy(std::move(policy));
+    d.service->start_cache_keeper();
   }
   d.context = std::make_unique<ConnectionContext>(
       ConnectionContext{*d.service, d.counters, o.cache_dir.string(),

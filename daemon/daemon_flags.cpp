@@ -18,6 +18,8 @@ DaemonFlags::DaemonFlags(CLI::App& app, DaemonOptions& options)
   app.add_option("--resolve-ttl", resolve_ttl_s_,
                  "seconds a version/revision -> commit answer is reused")
       ->check(CLI::Range(0, 86400));
+  app.add_flag("!--no-record-usage", options_.record_usage,
+               "keep no last-use times (eviction then goes by publish time; for benchmarks)");
   add_http_flags(app);
 }
 

@@ -37,13 +37,16 @@ trust::TrustEnvironment client_trust(const std::map<std::string, std::string>& e
 }
 
 FetchService::FetchService(fs::path cache_root, UniqueFd root_fd, util::Environment env,
-                           std::chrono::seconds resolve_ttl, AtomicCounters& counters)
+                           std::chrono::seconds resolve_ttl, AtomicCounters& counters,
+                           bool record_usage)
     : root_(std::move(cache_root)),
       root_fd_(std::move(root_fd)),
       env_(std::move(env)),
       counters_(counters),
       policy_(std::make_shared<const trust::AdminPolicy>()),
       memo_(resolve_ttl),
+      keeper_(
+          root_, maintenance_, counters, [this] { return policy()->cache; }, record_usage),
       flights_(
           [this](const fetch::FlightKey& key, const fetch::Request& request,
                  const std::string& client, const FlightTable::Publish& publish) {
@@ -52,7 +55,10 @@ FetchService::FetchService(fs::path cache_root, UniqueFd root_fd, util::Environm
           [this](const fetch::FlightKey& key, const hub::FetchResult& result) {
             memo_.remember(key, result);
           },
-          counters) {}
+          counters) {
+  // What an eviction removed must not be handed out from the warm path's memory.
+  keeper_.set_after_eviction([this] { memo_.forget_all(); });
+}
 
 void FetchService::set_policy(trust::AdminPolicy policy) {
   auto next = std::make_shared<const trust::AdminPolicy>(std::move(policy));
@@ -79,7 +85,11 @@ std::shared_ptr<const trust::AdminPolicy> FetchService::policy() const {
 
 Result<HandOut> FetchService::fetch(const fetch::Request& request, const ClientContext& client) {
   auto out = fetch_unlogged(request, client);
-  if (!out) log_unserved(request.describe(), client.name, out.error());
+  if (!out) {
+    log_unserved(request.describe(), client.name, out.error());
+  } else {
+    keeper_.record_use(out->manifest);
+  }
   return out;
 }
 
@@ -158,11 +168,24 @@ Result<hub::FetchResult> FetchService::run_flight(const fetch::Request& request,
                        util::Environment{});
   // Single flight by what a request resolved to, not only by how it was named.
   fetcher.set_download_gate([this](const std::string& key) { return commit_turns_.enter(key); });
+  // Room is made before a download that would not fit ([cache] bounds).
+  fetcher.set_space_gate([this](std::uint64_t bytes) { return keeper_.make_room(bytes); });
   hub::FetchProgress last;
-  auto result = fetcher.fetch(request, [&](const hub::FetchProgress& p) {
+  const auto on_progress = [&](const hub::FetchProgress& p) {
     last = p;
     publish(p);
-  });
+  };
+  auto result = fetcher.fetch(request, on_progress);
+  // The disk filled up all the same (other writers, sizes the listing understated): make
+  // room for what this download needed and try once more.
+  if (!result && result.error().code == ErrorCode::disk_full && policy()->cache.bounded()) {
+    spdlog::warn("download of {} ran out of disk ({}); evicting and retrying once",
+                 request.describe(), result.error().message);
+    if (auto room = keeper_.make_room(std::max<std::uint64_t>(last.bytes_total, 1)); room) {
+      last = {};
+      result = fetcher.fetch(request, on_progress);
+    }
+  }
   if (result && last.files_total > 0) {
     counters_.misses.fetch_add(1, std::memory_order_relaxed);
     counters_.bytes_downloaded.fetch_add(last.bytes_done, std::memory_order_relaxed);
@@ -180,6 +203,7 @@ Result<hub::FetchResult> FetchService::run_flight(const fetch::Request& request,
     spdlog::info("published {}@{} variants {} ({} files, {} bytes; started for {})",
                  served.repo.str(), served.commit, util::join(served.variants, ","),
                  last.files_total, last.bytes_done, client);
+    keeper_.published();
   }
   if (result && !result->manifest.refused_move.empty()) {
     counters_.rollbacks_refused.fetch_add(1, std::memory_order_relaxed);
@@ -197,11 +221,9 @@ Result<FetchService::VerifyOutcome> FetchService::verify(const std::optional<tru
   return VerifyOutcome{std::move(blobs), std::move(receipts)};
 }
 
-Result<cache::GcReport> FetchService::gc() {
+Result<cache::GcReport> FetchService::gc(cache::EvictionOptions options) {
   std::unique_lock lock(maintenance_);
-  auto report = cache::collect_garbage(cache::KernelCache(root_));
-  memo_.forget_all();
-  return report;
+  return keeper_.collect(std::move(options));  // the keeper forgets the memo if it removed any
 }
 
 void FetchService::set_max_downloads(std::size_t n) { flights_.set_max_downloads(n); }

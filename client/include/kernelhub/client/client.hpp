@@ -16,6 +16,7 @@
 
 #include "kernelhub/hub/fetcher.hpp"
 #include "kernelhub/hub/progress.hpp"
+#include "kernelhub/trust/cache_settings.hpp"
 #include "kernelhub/trust/repo_id.hpp"
 #include "kernelhub/util/environment.hpp"
 #include "kernelhub/util/result.hpp"
@@ -55,6 +56,22 @@ struct FetchedKernel {
 // The socket a client would use: options.socket, else $KERNELHUB_SOCKET, else the default.
 std::filesystem::path socket_path(const util::Environment& env, const ClientOptions& options);
 
+// `kernelhub gc`: bounds given here win over the admin policy's [cache] (kernelhubd's, or in
+// embedded mode the --policy / KERNELHUB_POLICY file's). Through kernelhubd, explicit bounds
+// follow the import rule; dry_run removes nothing.
+struct GcOptions {
+  trust::CacheSettings bounds;
+  bool dry_run = false;
+};
+
+// `kernelhub pin`: a commit, or a ref the cache holds; no variants: every variant.
+struct PinOptions {
+  trust::RepoId repo;
+  std::string revision;
+  std::vector<std::string> variants;
+  std::string source;
+};
+
 class Client {
  public:
   // Connects and shakes hands when a daemon listens; a missing socket or a refused
@@ -82,7 +99,11 @@ class Client {
   Result<nlohmann::json> status();
   Result<nlohmann::json> ls();
   Result<nlohmann::json> verify(std::optional<trust::RepoId> repo = std::nullopt);
-  Result<nlohmann::json> gc();
+  Result<nlohmann::json> gc(const GcOptions& options = {});
+  // Pins: each reply is {"repos": cache::pins_listing_json, "removed": n}.
+  Result<nlohmann::json> pin(const PinOptions& options);
+  Result<nlohmann::json> unpin(const trust::RepoId& repo, std::optional<std::string> revision);
+  Result<nlohmann::json> pins();
   // Verifies the bundle open on `fd` and publishes it: into kernelhubd's cache (the fd is
   // passed over the socket; the admin policy says who may), else into the embedded cache.
   // The reply is an array as in cache::bundle::imported_json.

@@ -34,6 +34,12 @@ struct AtomicCounters {
   std::array<std::atomic<std::uint64_t>, kErrorCodes> errors_by_code{};
   std::array<std::atomic<std::uint64_t>, proto::kFlightSecondsBounds.size() + 1> flight_buckets{};
   std::atomic<std::uint64_t> flight_micros_sum{0};
+  // The cache (CacheKeeper): counters, then gauges as of its last pass.
+  std::atomic<std::uint64_t> evictions{0};
+  std::atomic<std::uint64_t> evicted_bytes{0};
+  std::atomic<std::uint64_t> cache_bytes{0};
+  std::atomic<std::uint64_t> cache_free_bytes{0};
+  std::atomic<std::uint64_t> cache_pinned_bytes{0};
 
   // An error answered to a client (socket or HTTP), by its code.
   void count_error(ErrorCode code) {
@@ -71,6 +77,11 @@ struct AtomicCounters {
     c.http_requests = http_requests.load(kRelaxed);
     c.flights = flights.load(kRelaxed);
     c.flights_active = flights_active.load(kRelaxed);
+    c.evictions = evictions.load(kRelaxed);
+    c.evicted_bytes = evicted_bytes.load(kRelaxed);
+    c.cache_bytes = cache_bytes.load(kRelaxed);
+    c.cache_free_bytes = cache_free_bytes.load(kRelaxed);
+    c.cache_pinned_bytes = cache_pinned_bytes.load(kRelaxed);
     for (std::size_t i = 0; i < kErrorCodes; ++i) {
       if (const auto n = errors_by_code[i].load(kRelaxed); n > 0)
         c.errors_by_class.emplace(to_string(static_cast<ErrorCode>(i)), n);

@@ -36,9 +36,11 @@ struct DaemonOptions {
   std::filesystem::path socket_path = "/run/kernelhub/kernelhub.sock";
   std::filesystem::path cache_dir = "/var/cache/kernelhub";
   std::optional<std::filesystem::path> policy_file;
-  DaemonLimits limits;                      // built-in defaults
-  trust::DaemonLimitSettings limit_flags;   // given on the command line: win over the policy
-  std::chrono::seconds resolve_ttl{60};     // version/revision -> commit memo lifetime
+  DaemonLimits limits;                     // built-in defaults
+  trust::DaemonLimitSettings limit_flags;  // given on the command line: win over the policy
+  std::chrono::seconds resolve_ttl{60};    // version/revision -> commit memo lifetime
+  bool record_usage =
+      true;  // false (--no-record-usage): no usage markers (the benchmark's baseline)
   std::chrono::seconds shutdown_grace{10};  // SIGTERM: in-flight work gets this long
   bool use_socket_activation = true;        // take fd 3 when sd_listen_fds(0) == 1
   bool handle_signals = false;              // step(): SIGTERM/SIGINT stop, SIGHUP reload

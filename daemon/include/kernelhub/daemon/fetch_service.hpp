@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernelhub/cache/maintenance.hpp"
+#include "kernelhub/daemon/cache_keeper.hpp"
 #include "kernelhub/daemon/commit_turns.hpp"
 #include "kernelhub/daemon/counters.hpp"
 #include "kernelhub/daemon/flight_table.hpp"
@@ -61,8 +62,10 @@ void log_unserved(std::string_view asked, std::string_view client, const Error& 
 
 class FetchService {
  public:
+  // `record_usage`: see CacheKeeper.
   FetchService(std::filesystem::path cache_root, UniqueFd root_fd, util::Environment env,
-               std::chrono::seconds resolve_ttl, AtomicCounters& counters);
+               std::chrono::seconds resolve_ttl, AtomicCounters& counters,
+               bool record_usage = true);
   ~FetchService() = default;  // flights_ joins every download thread
   FetchService(const FetchService&) = delete;
   FetchService& operator=(const FetchService&) = delete;
@@ -79,7 +82,12 @@ class FetchService {
   };
   // Re-hashes the blobs, then verifies every signature receipt again ([signatures]).
   Result<VerifyOutcome> verify(const std::optional<trust::RepoId>& repo);
-  Result<cache::GcReport> gc();
+  // `kernelhub gc`: unreferenced snapshots, then `options.limits` (the policy's [cache] where
+  // the request named no bound).
+  Result<cache::GcReport> gc(cache::EvictionOptions options = {});
+  // The keeper's thread: eviction on its timer and after publishes (the serving daemon).
+  void start_cache_keeper() { keeper_.start(); }
+  CacheKeeper& cache_keeper() { return keeper_; }
   // Verifies a bundle read from `fd` (a regular file the client opened) and publishes it into
   // the shared cache, with the client's trust variables bounded by the admin policy.
   Result<nlohmann::json> import_bundle(int fd, const std::map<std::string, std::string>& env);
@@ -115,6 +123,9 @@ class FetchService {
   std::shared_mutex maintenance_;
 
   ManifestMemo memo_;  // the warm path
+
+  // Usage, eviction and the cache gauges; after flights_ in destruction (flights use it).
+  CacheKeeper keeper_;
 
   // Flights that resolved to the same (repo, commit, variants) download it one at a time.
   CommitTurns commit_turns_;
