@@ -1,8 +1,9 @@
 // `kernelhub ls [--cache-dir D] [--json]`: the kernel repos in the cache (the daemon's when
-// one runs, unless --cache-dir names one), one row per cached revision, with its refs, build
-// variants and size.
+// one runs, unless --cache-dir names one), one row per cached variant, with its revision, refs,
+// size, last use and pin.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,50 +30,52 @@ std::vector<std::string> shown(std::vector<std::string> items) {
   return items;
 }
 
-// Columns: REPO, REVISION (short sha), REFS, SIZE, VARIANTS; a revision with several
-// variants continues on indented lines so each variant name stays whole.
+// When a variant was last used, as a UTC date-time (its publish time when it has no record).
+std::string last_used(const nlohmann::json& variant) {
+  const std::int64_t t = variant.value("last_used", std::int64_t{0});
+  return t > 0 ? format_utc(t) : "-";
+}
+
+// Columns: REPO, REVISION (short sha), REFS, VARIANT, SIZE, LAST USED, PIN: one row per
+// variant (its own blobs, shared ones included), so an operator sees what eviction would weigh.
 void print_table(const std::string& root, const nlohmann::json& repos) {
-  struct Row {
-    std::string repo, revision, refs, size;
-    std::vector<std::string> variants;
-  };
-  std::vector<Row> rows;
+  using Row = std::array<std::string, 7>;
+  std::vector<Row> rows{{"REPO", "REVISION", "REFS", "VARIANT", "SIZE", "LAST USED", "PIN"}};
   std::uint64_t total = 0;
   for (const auto& repo : repos) {
     const std::string name = util::printable(repo.at("repo").get<std::string>());
     const std::uint64_t repo_size = repo.at("size_bytes");
     total += repo_size;
-    if (repo.at("revisions").empty()) rows.push_back({name, "-", "-", format_bytes(repo_size), {}});
+    if (repo.at("revisions").empty())
+      rows.push_back({name, "-", "-", "-", format_bytes(repo_size), "-", "-"});
     for (const auto& rev : repo.at("revisions")) {
       const auto refs = shown(rev.at("refs").get<std::vector<std::string>>());
-      rows.push_back({name, util::printable(rev.at("commit").get<std::string>().substr(0, 12)),
-                      refs.empty() ? "-" : util::join(refs, ","),
-                      format_bytes(rev.at("size_bytes").get<std::uint64_t>()),
-                      shown(rev.at("variants").get<std::vector<std::string>>())});
+      const std::string commit = util::printable(rev.at("commit").get<std::string>().substr(0, 12));
+      const std::string ref_text = refs.empty() ? "-" : util::join(refs, ",");
+      const auto details = rev.value("variant_details", nlohmann::json::array());
+      if (details.empty())
+        rows.push_back({name, commit, ref_text, "-",
+                        format_bytes(rev.at("size_bytes").get<std::uint64_t>()), "-", "-"});
+      for (const auto& v : details) {
+        rows.push_back({name, commit, ref_text, util::printable(v.value("name", "?")),
+                        format_bytes(v.value("size_bytes", std::uint64_t{0})), last_used(v),
+                        v.value("pinned", false) ? "pinned" : "-"});
+      }
     }
   }
-  Row header{"REPO", "REVISION", "REFS", "SIZE", {"VARIANTS"}};
-  std::size_t w_repo = header.repo.size(), w_rev = header.revision.size(),
-              w_refs = header.refs.size(), w_size = header.size.size();
-  for (const auto& r : rows) {
-    w_repo = std::max(w_repo, r.repo.size());
-    w_rev = std::max(w_rev, r.revision.size());
-    w_refs = std::max(w_refs, r.refs.size());
-    w_size = std::max(w_size, r.size.size());
+  std::array<std::size_t, 7> width{};
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      // Sizes right-aligned, everything else left-aligned.
+      const std::string pad(width[i] - row[i].size(), ' ');
+      line += i == 4 ? pad + row[i] : row[i] + (i + 1 < row.size() ? pad : "");
+      if (i + 1 < row.size()) line += "  ";
+    }
+    std::cout << line << "\n";
   }
-  const auto print_row = [&](const Row& r) {
-    const auto pad = [](const std::string& s, std::size_t w) {
-      return s + std::string(w - s.size() + 2, ' ');
-    };
-    std::cout << pad(r.repo, w_repo) << pad(r.revision, w_rev) << pad(r.refs, w_refs)
-              << std::string(w_size - r.size.size(), ' ') << r.size << "  "
-              << (r.variants.empty() ? "-" : r.variants.front()) << "\n";
-    const std::string indent(w_repo + w_rev + w_refs + w_size + 8, ' ');
-    for (std::size_t i = 1; i < r.variants.size(); ++i)
-      std::cout << indent << r.variants[i] << "\n";
-  };
-  print_row(header);
-  for (const auto& r : rows) print_row(r);
   std::cout << "\n"
             << repos.size() << (repos.size() == 1 ? " repo, " : " repos, ") << format_bytes(total)
             << " in " << util::printable(root) << "\n";
