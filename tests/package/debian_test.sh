@@ -18,7 +18,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-for tool in cpack dpkg dpkg-deb dpkg-shlibdeps lintian systemd-analyze readelf ldd; do
+for tool in cpack dpkg dpkg-deb dpkg-shlibdeps file lintian systemd-analyze readelf ldd; do
   command -v "${tool}" >/dev/null || fail "${tool} not found (scripts/setup.sh installs it)"
 done
 # The maintainer scripts chown the cache dir to the kernelhub user (in the test root).
