@@ -126,11 +126,12 @@ This package holds the library, its Python shim and bridge, the public
 headers and the CMake package (find_package(kernelhub)). LibTorch is not a
 Debian package: apps link the torch they were built with, of the version the
 CMake package names.")
-# libkernelhub needs libtorch_cpu and libc10 (the bridge libtorch_python too), which come
-# from the app's link line (cmake/KernelhubPackage.cmake), not from a Debian package. Searched
-# here, in the torch this build used, dpkg-shlibdeps finds them and, no package owning them,
-# adds nothing for them (cpack passes --ignore-missing-info); everything else it maps to
-# Debian packages as usual. Unfound, it would fail the package.
+# libkernelhub needs libtorch_cpu and libc10 (the bridge libtorch_python too), which come from
+# the app's link line (cmake/KernelhubPackage.cmake), not from a Debian package: no Depends may
+# name them. dpkg-shlibdeps searches them in this build's torch (-l): found there and owned by
+# no package, they add nothing (cpack passes --ignore-missing-info), while every other library
+# maps to its Debian package as usual. Not searched, they would be unfound, which fails
+# dpkg-shlibdeps for a library with a versioned SONAME (torch's have none today: a warning).
 if(TARGET kernelhub_shared)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS "${KH_TORCH_LIB_DIR}")
 endif()
