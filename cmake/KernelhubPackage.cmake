@@ -27,21 +27,23 @@ target_link_libraries(kernelhub_shared
 # beside the library (its install() is in python/CMakeLists.txt) and found there at run time.
 target_sources(kernelhub_shared PRIVATE $<TARGET_OBJECTS:kh_python>)
 install(FILES ${PROJECT_SOURCE_DIR}/python/include/kernelhub/python_kernel.hpp
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kernelhub)
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kernelhub COMPONENT dev)
 # Context parallelism (<kernelhub/context_parallel.hpp>, built wherever this package is): all
 # of it too. Its c10d symbols are in libtorch_cpu, so apps link nothing more (NCCL:
 # kh_parallel_nccl, not here). Its objects, not the archive: linking kh_parallel would name
 # kh_attention a second time.
 target_sources(kernelhub_shared PRIVATE $<TARGET_OBJECTS:kh_parallel>)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/parallel/include/kernelhub
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "context_parallel.hpp")
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev FILES_MATCHING PATTERN "context_parallel.hpp")
 # Nothing of the static libraries' dependencies may leak undefined into an app's link.
 target_link_options(kernelhub_shared PRIVATE -Wl,--no-undefined)
 
-install(TARGETS kernelhub_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# Every install() of the package names COMPONENT dev: the libkernelhub-dev Debian package
+# (cmake/DebianPackages.cmake).
+install(TARGETS kernelhub_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 # The app API only: include/kernelhub/attention/ holds the parts the tests check, not for apps.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/attention/include/kernelhub
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp"
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev FILES_MATCHING PATTERN "*.hpp"
         PATTERN "attention" EXCLUDE)
 
 # The package config records where the torch of this build lives; an app may point
@@ -58,4 +60,4 @@ write_basic_package_version_file(
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/package/kernelhubConfig.cmake
               ${PROJECT_BINARY_DIR}/package/kernelhubConfigVersion.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kernelhub)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/kernelhub COMPONENT dev)

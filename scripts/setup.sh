@@ -17,7 +17,7 @@ DEB_PACKAGES=(
   libcurl4-openssl-dev nlohmann-json3-dev libssl-dev libarchive-dev libspdlog-dev
   libcli11-dev catch2 libcpp-httplib-dev libtomlplusplus-dev libsystemd-dev systemd strace
   python3 python3-venv python3-dev clang libclang-rt-14-dev clang-tidy-14 clang-format-14 util-linux
-  openssl nginx iproute2 libgloo-dev
+  openssl nginx iproute2 libgloo-dev dpkg-dev file lintian procps
 )
 # openssl: the CLI the offline Sigstore test signer mints RFC 3161 timestamps with. The
 # Sigstore trusted roots kernelhub pins come from the venv's `sigstore` wheel (requirements.txt;
@@ -28,6 +28,8 @@ DEB_PACKAGES=(
 # libgloo-dev: gloo's headers, which torch's ProcessGroupGloo.hpp includes and the wheel does
 # not ship (parallel/: context parallelism; torch's own gloo is what runs).
 # clang-tidy-14, clang-format-14: scripts/tidy.sh and scripts/format.sh --check (the test command).
+# dpkg-dev, file, lintian: the Debian packages (cpack -G DEB runs dpkg-shlibdeps and file) and
+# their test, which runs lintian; procps: the kill that test's unit check needs.
 
 missing=()
 for pkg in "${DEB_PACKAGES[@]}"; do

@@ -18,6 +18,8 @@ foreach(unit kernelhubd.socket kernelhubd.service)
   file(INSTALL DESTINATION "${prefix}/${KH_UNITDIR}" TYPE FILE FILES "${KH_UNIT_STAGE}/${unit}")
 endforeach()
 # The policy lives in <sysconfdir>/kernelhub; never overwrite one the admin already has.
+# cpack installs into a fresh DESTDIR, so the Debian package always carries it, as a conffile
+# (cmake/DebianPackages.cmake): there dpkg, not this check, keeps the admin's edits.
 if(NOT EXISTS "$ENV{DESTDIR}${KH_SYSCONFDIR}/kernelhub/policy.toml")
   file(INSTALL DESTINATION "${KH_SYSCONFDIR}/kernelhub" TYPE FILE FILES "${KH_UNIT_SRC}/policy.toml")
 endif()
