@@ -90,6 +90,7 @@ Result<EvictionReport> evict(const KernelCache& cache, const EvictionOptions& op
       const auto& snap = repos[r].snapshots[s];
       const bool unreferenced = options.remove_unreferenced && snap.refs.empty();
       const auto add = [&](std::optional<std::size_t> variant, WallClock::time_point used) {
+        if (used + options.recent_grace > options.now) return;  // in use right now
         Candidate c{r, s, variant, used, 2, ""};
         const auto age = std::chrono::duration_cast<std::chrono::seconds>(options.now - used);
         if (unreferenced) {

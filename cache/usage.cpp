@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "kernelhub/trust/digest.hpp"
+#include "kernelhub/trust/lockfile.hpp"
 #include "kernelhub/trust/safe_path.hpp"
 #include "kernelhub/util/fs_util.hpp"
 #include "kernelhub/util/unique_fd.hpp"
@@ -17,7 +17,7 @@ WallClock::time_point mtime_of(const struct stat& st) {
 }
 
 Result<void> check_names(const VariantRef& ref) {
-  if (!trust::is_lower_hex(ref.commit, 40))
+  if (!trust::is_git_object_id(ref.commit))
     return fail(ErrorCode::invalid_argument, "not a commit: '" + ref.commit + "'");
   KH_TRY(trust::validate_repo_path(ref.variant));
   if (ref.variant.find('/') != std::string::npos)
@@ -27,13 +27,13 @@ Result<void> check_names(const VariantRef& ref) {
 
 }  // namespace
 
-Result<void> record_use(const KernelCache& cache, const VariantRef& ref,
-                        WallClock::time_point when) {
+Result<void> record_use(const KernelCache& cache, const VariantRef& ref, WallClock::time_point when,
+                        std::chrono::seconds resolution) {
   KH_TRY(check_names(ref));
   const auto path = cache.usage_marker_path(ref.repo, ref.commit, ref.variant);
   struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-      mtime_of(st) + kUsageResolution > when) {
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && mtime_of(st) + resolution > when &&
+      mtime_of(st) <= when + resolution) {
     return ok();
   }
   KH_TRY(util::make_dirs(path.parent_path()));

@@ -74,7 +74,7 @@ void CacheKeeper::flush_usage() {
     if (!std::filesystem::is_directory(cache.snapshot_dir(ref.repo, ref.commit) / "build" /
                                        ref.variant))
       continue;
-    if (auto recorded = cache::record_use(cache, ref, when); !recorded)
+    if (auto recorded = cache::record_use(cache, ref, when, std::chrono::seconds(0)); !recorded)
       spdlog::debug("could not record the use of {}: {}", ref.str(), recorded.error().message);
   }
 }
@@ -131,20 +131,31 @@ Result<cache::EvictionReport> CacheKeeper::pass(std::string_view why) {
   cache::EvictionOptions options;
   options.limits = settings_();
   options.dry_run = !options.limits.bounded();  // unbounded: the gauges only
+  options.recent_grace = options.limits.in_use_grace.value_or(kInUseGrace);
   return evict_locked(std::move(options), why);
 }
 
-Result<void> CacheKeeper::make_room(std::uint64_t bytes) {
+Result<void> CacheKeeper::make_room(std::uint64_t bytes, bool disk_said_full) {
   const auto limits = settings_();
   if (!limits.bounded()) return ok();  // no [cache] policy: the download tries as before
   KH_TRY_ASSIGN(const auto space, cache::file_system_space(root_));
-  if (space.free_bytes >= bytes + min_free_of(limits, space)) return ok();
+  if (!disk_said_full && space.free_bytes >= bytes + min_free_of(limits, space)) return ok();
   cache::EvictionOptions options;
   options.limits = limits;
   options.reserve_bytes = bytes;
-  KH_TRY_ASSIGN(const auto report, evict_locked(std::move(options), "to make room for a download"));
+  options.recent_grace = limits.in_use_grace.value_or(kInUseGrace);
+  if (disk_said_full) {
+    options.space = [](const std::filesystem::path& dir) -> Result<cache::FileSystemSpace> {
+      KH_TRY_ASSIGN(auto now, cache::file_system_space(dir));
+      now.free_bytes = 0;
+      return now;
+    };
+  }
+  KH_TRY_ASSIGN(const auto report,
+                evict_locked(std::move(options),
+                             disk_said_full ? "after ENOSPC" : "to make room for a download"));
   const auto after = report.space.free_bytes + report.freed_bytes;
-  if (after >= bytes) return ok();
+  if (disk_said_full || after >= bytes) return ok();
   return fail(ErrorCode::disk_full, "a download of " + std::to_string(bytes) +
                                         " bytes does not fit: " + std::to_string(after) +
                                         " bytes free after evicting " +

@@ -181,10 +181,9 @@ Result<hub::FetchResult> FetchService::run_flight(const fetch::Request& request,
   if (!result && result.error().code == ErrorCode::disk_full && policy()->cache.bounded()) {
     spdlog::warn("download of {} ran out of disk ({}); evicting and retrying once",
                  request.describe(), result.error().message);
-    if (auto room = keeper_.make_room(std::max<std::uint64_t>(last.bytes_total, 1)); room) {
-      last = {};
-      result = fetcher.fetch(request, on_progress);
-    }
+    (void)keeper_.make_room(std::max<std::uint64_t>(last.bytes_total, 1), /*disk_said_full=*/true);
+    last = {};
+    result = fetcher.fetch(request, on_progress);
   }
   if (result && last.files_total > 0) {
     counters_.misses.fetch_add(1, std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 //   min_free = "10%"             # of the file system, or a size
 //   max_unused_age = "30d"       # s m h d w; a bare integer is seconds
 //   check_interval = "10m"       # how often kernelhubd checks, besides after each download
+//   in_use_grace = "60s"         # kernelhubd's passes leave variants used this recently
 #include <string>
 
 #include "kernelhub/util/quantity.hpp"
@@ -61,10 +62,12 @@ Result<void> parse_cache_table(const toml::table& table, const std::string& sour
       KH_TRY_ASSIGN(auto interval, quantity(value, where, util::parse_duration));
       if (interval.count() < 1) return bad(where, "must be at least 1s");
       settings.check_interval = interval;
+    } else if (key == "in_use_grace") {
+      KH_TRY_ASSIGN(settings.in_use_grace, quantity(value, where, util::parse_duration));
     } else {
       return fail(ErrorCode::policy, source + ": unknown key '" + key +
                                          "' in [cache] (allowed: max_size, min_free, "
-                                         "max_unused_age, check_interval)");
+                                         "max_unused_age, check_interval, in_use_grace)");
     }
   }
   return ok();

@@ -293,3 +293,14 @@ TEST_CASE("pins documents: merge, bounds and refusals", "[cache][pins]") {
   REQUIRE(parsed);
   CHECK((*parsed)[0].variants.empty());
 }
+
+TEST_CASE("a recent_grace keeps variants used within it", "[cache][eviction]") {
+  Fixture f;
+  auto options = f.options(100);
+  options.recent_grace = std::chrono::seconds(hours(2) + std::chrono::minutes(30));
+  auto report = evict(f.cache, options);
+  REQUIRE(report);
+  REQUIRE(report->evicted.size() == 1);  // only relu/cpu (3 h) is older than the grace
+  CHECK(report->evicted[0].ref == VariantRef{kRelu, kC1, "cpu"});
+  CHECK_FALSE(report->within_bounds);
+}

@@ -212,6 +212,7 @@ max_size = "50GiB"
 min_free = "10%"
 max_unused_age = "30d"
 check_interval = "5m"
+in_use_grace = 0
 )");
   REQUIRE(policy);
   CHECK(policy->cache.max_size == 50ULL << 30);
@@ -219,6 +220,7 @@ check_interval = "5m"
   CHECK_FALSE(policy->cache.min_free_bytes);
   CHECK(policy->cache.max_unused_age == std::chrono::hours(24 * 30));
   CHECK(policy->cache.check_interval == std::chrono::minutes(5));
+  CHECK(policy->cache.in_use_grace == std::chrono::seconds(0));
   CHECK(policy->cache.bounded());
 
   auto numbers =

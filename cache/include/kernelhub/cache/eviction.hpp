@@ -37,6 +37,9 @@ struct EvictionOptions {
   // A download about to start needs this many bytes free, besides min_free.
   std::uint64_t reserve_bytes = 0;
   bool dry_run = false;  // plan and report; remove nothing
+  // Variants used (or published) less than this ago stay: kernelhubd's passes run beside
+  // hand-outs, and a variant it just published is about to be opened.
+  std::chrono::seconds recent_grace{0};
   WallClock::time_point now = WallClock::now();
   SpaceProbe space;  // file_system_space when empty (tests pass a small disk)
   // Called before each variant is removed (the log; tests stop a process there).

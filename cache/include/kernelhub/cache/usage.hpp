@@ -26,14 +26,16 @@ struct VariantRef {
   std::string str() const { return repo.str() + "@" + commit.substr(0, 12) + " " + variant; }
 };
 
-// A marker already at or less than this before `when` is left alone: an embedded fetch in a
-// loop costs one stat, not one write per call.
+// An embedded fetch leaves a marker already within this of `when` alone: a fetch in a loop
+// costs one stat, not one write per call. (kernelhubd batches in memory and writes with no
+// resolution.)
 inline constexpr std::chrono::seconds kUsageResolution{60};
 
-// Sets the variant's last use to `when` (creating the marker). commit and variant must be
-// names a cache path may hold (40 hex; a folder name under build/).
-Result<void> record_use(const KernelCache& cache, const VariantRef& ref,
-                        WallClock::time_point when);
+// Sets the variant's last use to `when` (creating the marker), unless the marker is already
+// within `resolution` of it. commit and variant must be names a cache path may hold (a git
+// object id; a folder name under build/).
+Result<void> record_use(const KernelCache& cache, const VariantRef& ref, WallClock::time_point when,
+                        std::chrono::seconds resolution = kUsageResolution);
 
 // The marker's time; nullopt without one (a variant published by another tool, or before
 // usage was recorded: eviction then takes the variant folder's own time).

@@ -30,6 +30,9 @@ namespace kernelhub::daemon {
 
 inline constexpr std::chrono::seconds kUsageFlush{30};
 inline constexpr std::chrono::seconds kDefaultCheckInterval{600};
+// The keeper's passes leave variants used this recently (one it just published is about to
+// be handed out), unless [cache] in_use_grace says otherwise; `kernelhub gc` has no grace.
+inline constexpr std::chrono::seconds kInUseGrace{60};
 
 class CacheKeeper {
  public:
@@ -52,8 +55,11 @@ class CacheKeeper {
   // A flight published: the thread checks the bounds soon.
   void published();
   // A download of `bytes` is about to start on a flight's thread: evicts until they fit
-  // besides min_free. Without min_free it still makes room for the download itself.
-  Result<void> make_room(std::uint64_t bytes);
+  // besides min_free (disk_full when they cannot). `disk_said_full`: a write of it already
+  // failed with ENOSPC, so the free space statvfs reports is not believed (a quota, another
+  // writer): eviction frees `bytes` as if none were free, and the caller retries whatever came
+  // of it. No [cache] bounds: nothing is evicted.
+  Result<void> make_room(std::uint64_t bytes, bool disk_said_full = false);
   // `kernelhub gc` through the daemon; the caller holds the maintenance lock exclusively.
   Result<cache::EvictionReport> collect(cache::EvictionOptions options);
   // One pass (the thread's, or a test's): writes the pending uses, evicts when bounded,

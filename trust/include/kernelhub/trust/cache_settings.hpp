@@ -18,6 +18,9 @@ struct CacheSettings {
   std::optional<std::chrono::seconds> max_unused_age;
   // How often kernelhubd checks the bounds besides after each download (default 10 minutes).
   std::optional<std::chrono::seconds> check_interval;
+  // kernelhubd's own passes leave variants used this recently (default 60 s): one it has just
+  // published is about to be handed out.
+  std::optional<std::chrono::seconds> in_use_grace;
 
   bool bounded() const { return max_size || min_free_bytes || min_free_percent || max_unused_age; }
   bool operator==(const CacheSettings&) const = default;
