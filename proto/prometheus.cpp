@@ -120,6 +120,18 @@ std::string render_prometheus(const StatusReply& status) {
            c.connections);
   e.single("kernelhub_connections_active", "gauge", "Unix-socket connections open now.",
            c.active_connections);
+  e.single("kernelhub_cache_bytes", "gauge",
+           "Bytes of the blobs in the daemon's cache, as of its last eviction pass.",
+           c.cache_bytes);
+  e.single("kernelhub_cache_free_bytes", "gauge",
+           "Bytes free (to unprivileged writers) on the cache's file system.", c.cache_free_bytes);
+  e.single("kernelhub_cache_pinned_bytes", "gauge",
+           "Bytes the pinned variants hold (kernelhub pin), as of the last eviction pass.",
+           c.cache_pinned_bytes);
+  e.single("kernelhub_evictions_total", "counter",
+           "Variants (and bare snapshots) removed by eviction and gc.", c.evictions);
+  e.single("kernelhub_evicted_bytes_total", "counter", "Blob bytes removed by eviction and gc.",
+           c.evicted_bytes);
   return e.take();
 }
 

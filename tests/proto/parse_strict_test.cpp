@@ -100,25 +100,16 @@ TEST_CASE("missing required members are invalid_request", "[proto][strict]") {
       {"fetched", Sender::daemon},      {"status_request", Sender::client},
       {"status_reply", Sender::daemon}, {"ls_reply", Sender::daemon},
       {"verified", Sender::daemon},     {"gc_reply", Sender::daemon},
+      {"pin_request", Sender::client},  {"pins", Sender::daemon},
       {"error", Sender::daemon}};
-  const std::set<std::string> optional_members = {"type",
-                                                  "client",
-                                                  "daemon",
-                                                  "variant",
-                                                  "all_variants",
-                                                  "torch_version",
-                                                  "backend",
-                                                  "env",
-                                                  "revision",
-                                                  "cxx11_abi",
-                                                  "arch",
-                                                  "os",
-                                                  "cache_fallback",
-                                                  "refused_move",
-                                                  "locked",
-                                                  "signature_warnings",
-                                                  "receipts_checked",
-                                                  "receipts_changed"};
+  const std::set<std::string> optional_members = {
+      "type", "client", "daemon", "variant", "all_variants", "torch_version", "backend", "env",
+      "revision", "cxx11_abi", "arch", "os", "cache_fallback", "refused_move", "locked",
+      "signature_warnings", "receipts_checked", "receipts_changed",
+      // gc replies of daemons before eviction
+      "evicted", "cache_bytes", "pinned_bytes", "free_bytes", "skipped", "within_bounds", "dry_run",
+      // pin: what `add` needs is checked apart
+      "variants", "source", "removed"};
   int checked = 0;
   for (const auto& [name, sender] : goldens) {
     const auto golden = load_golden(name);
@@ -225,4 +216,46 @@ TEST_CASE("status counters: the metrics members are bounded and optional", "[pro
   CHECK(counters.errors_by_class.empty());
   CHECK(counters.flight_seconds_buckets.empty());
   CHECK(counters.requests == 10);
+}
+
+TEST_CASE("gc and pin: bounds checked, older replies read, pin requests complete",
+          "[proto][strict][eviction]") {
+  // A daemon before eviction answers gc with three members: read with the defaults.
+  const auto old = parse_message(json{{"type", "gc"},
+                                      {"id", 5},
+                                      {"removed_snapshots", 1},
+                                      {"removed_blobs", 2},
+                                      {"freed_bytes", 3}},
+                                 Sender::daemon);
+  REQUIRE(old);
+  const auto& reply = std::get<GcReply>(*old);
+  CHECK(reply.freed_bytes == 3);
+  CHECK(reply.evicted.empty());
+  CHECK(reply.within_bounds);
+  // A plain gc request (older clients) has no bounds.
+  const auto plain = parse_message(json{{"type", "gc"}, {"id", 1}}, Sender::client);
+  REQUIRE(plain);
+  CHECK_FALSE(std::get<GcRequest>(*plain).has_bounds());
+
+  for (const json& bad : {json{{"type", "gc"}, {"id", 1}, {"min_free_percent", 100}},
+                          json{{"type", "gc"}, {"id", 1}, {"min_free_percent", -1}},
+                          json{{"type", "gc"}, {"id", 1}, {"max_size", -5}},
+                          json{{"type", "gc"}, {"id", 1}, {"dry_run", "yes"}},
+                          json{{"type", "pin"}, {"id", 1}, {"action", "steal"}},
+                          json{{"type", "pin"}, {"id", 1}, {"action", "add"}, {"repo", "a/b"}},
+                          json{{"type", "pin"}, {"id", 1}, {"action", "remove"}},
+                          json{{"type", "pin"},
+                               {"id", 1},
+                               {"action", "add"},
+                               {"repo", "a/b"},
+                               {"revision", "v1"},
+                               {"variants", json(std::vector<std::string>(300, "v"))}}}) {
+    INFO(bad.dump().substr(0, 200));
+    const auto e = parse_error(bad, Sender::client);
+    CHECK(e.code == ErrorCode::invalid_request);
+  }
+  CHECK(parse_message(json{{"type", "pin"}, {"id", 1}, {"action", "list"}}, Sender::client));
+  // `pins` is a reply: a client may not send it.
+  CHECK(parse_error(json{{"type", "pins"}, {"id", 1}, {"repos", json::array()}}, Sender::client)
+            .code == ErrorCode::unknown_request);
 }
