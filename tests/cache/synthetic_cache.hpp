@@ -54,7 +54,8 @@ inline SyntheticCache make_synthetic_cache(const KernelCache& cache, const Synth
         const auto folder = cache.snapshot_dir(repo, commit) / "build" / variant;
         std::filesystem::create_directories(folder);
         for (int f = 0; f < shape.files; ++f) {
-          std::string content = repo.str() + commit + variant + std::to_string(f);
+          // The distinguishing parts first: the content is cut to file_bytes.
+          std::string content = std::to_string(f) + "/" + variant + "/" + commit + "/" + repo.str();
           content.resize(shape.file_bytes, '.');
           const std::string etag = trust::sha256_hex(content);
           write_whole(cache.blobs_dir(repo) / etag, content);

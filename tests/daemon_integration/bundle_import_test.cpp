@@ -16,28 +16,6 @@ using namespace kernelhub::testing;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-namespace {
-
-const std::string kKernelhubCli = std::string(KH_BIN_DIR) + "/kernelhub";
-
-CommandResult cli(const std::vector<std::string>& args, const Workspace& ws,
-                  const std::vector<std::string>& as_user = {}) {
-  std::vector<std::string> argv = as_user;
-  argv.push_back(kKernelhubCli);
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, {{"HF_ENDPOINT", ws.hub.endpoint()},
-                            {"KERNELHUB_SOCKET", ws.socket.string()},
-                            {"KERNELHUB_REQUIRE_DAEMON", ""},
-                            {"DIFFUSERS_TRUST_REMOTE_KERNELS", ""},
-                            {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
-                            {"HF_HUB_OFFLINE", ""}});
-}
-
-const std::vector<std::string> kAsNobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                                            "--clear-groups"};
-
-}  // namespace
-
 TEST_CASE("bundle import through kernelhubd: the fd travels, the policy decides who may",
           "[daemon][bundle]") {
   REQUIRE(::geteuid() == 0);  // acts as another uid below; CI runs as root
@@ -45,9 +23,9 @@ TEST_CASE("bundle import through kernelhubd: the fd travels, the policy decides 
   Workspace ws;
   const fs::path bundle = ws.dir.path() / "relu.tar.zst";
   const auto created =
-      cli({"bundle", "create", bundle.string(), kRelu, "--version", "1", "--variant",
-           KH_FIXTURE_VARIANT, "--cache-dir", (ws.dir.path() / "online-cache").string()},
-          ws);
+      kernelhub_cli({"bundle", "create", bundle.string(), kRelu, "--version", "1", "--variant",
+                     KH_FIXTURE_VARIANT, "--cache-dir", (ws.dir.path() / "online-cache").string()},
+                    ws);
   INFO(created.err);
   REQUIRE(created.exit_code == 0);
   ::chmod(bundle.c_str(), 0644);
@@ -59,7 +37,7 @@ TEST_CASE("bundle import through kernelhubd: the fd travels, the policy decides 
   DaemonProcess daemon(config);
 
   // Another uid, not named by the policy: refused, nothing written.
-  auto refused = cli({"bundle", "import", bundle.string()}, ws, kAsNobody);
+  auto refused = kernelhub_cli({"bundle", "import", bundle.string()}, ws, kAsNobody);
   CHECK(refused.exit_code != 0);
   CHECK_THAT(refused.err, Catch::Contains("permission_denied") && Catch::Contains("import_users"));
   CHECK_FALSE(fs::exists(ws.cache / kRepoFolder));
@@ -67,13 +45,13 @@ TEST_CASE("bundle import through kernelhubd: the fd travels, the policy decides 
   // A hostile bundle from root: typed error, the daemon's cache untouched, the daemon serving.
   const fs::path garbage = ws.dir.path() / "garbage.tar.zst";
   std::ofstream(garbage) << std::string(1000, 'x');
-  auto bad = cli({"bundle", "import", garbage.string()}, ws);
+  auto bad = kernelhub_cli({"bundle", "import", garbage.string()}, ws);
   CHECK(bad.exit_code == 7);
   CHECK_THAT(bad.err, Catch::Contains("malformed_response"));
   CHECK_FALSE(fs::exists(ws.cache / kRepoFolder));
 
   // Root imports: published into the daemon's cache, read-only, then served offline.
-  auto imported = cli({"bundle", "import", bundle.string(), "--json"}, ws);
+  auto imported = kernelhub_cli({"bundle", "import", bundle.string(), "--json"}, ws);
   INFO(imported.err);
   REQUIRE(imported.exit_code == 0);
   const auto repos = json::parse(imported.out);
@@ -96,7 +74,7 @@ TEST_CASE("bundle import through kernelhubd: the fd travels, the policy decides 
   daemon.child().signal(SIGHUP);
   CommandResult allowed;
   for (int i = 0; i < 100; ++i) {  // the reload is asynchronous
-    allowed = cli({"bundle", "import", bundle.string()}, ws, kAsNobody);
+    allowed = kernelhub_cli({"bundle", "import", bundle.string()}, ws, kAsNobody);
     if (allowed.exit_code == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

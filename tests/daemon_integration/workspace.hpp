@@ -50,4 +50,24 @@ struct Workspace {
   }
 };
 
+inline const std::string kKernelhubCli = std::string(KH_BIN_DIR) + "/kernelhub";
+// Runs a command as uid/gid 65534 with no supplementary groups (tests run as root in CI).
+inline const std::vector<std::string> kAsNobody = {"/usr/bin/setpriv", "--reuid=65534",
+                                                   "--regid=65534", "--clear-groups"};
+
+// `kernelhub ARGS` against the workspace's daemon (required) and Hub, with no trust or
+// offline variables of the test's own environment; `as_user` is prepended (kAsNobody).
+inline CommandResult kernelhub_cli(const std::vector<std::string>& args, const Workspace& ws,
+                                   const std::vector<std::string>& as_user = {}) {
+  std::vector<std::string> argv = as_user;
+  argv.push_back(kKernelhubCli);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, {{"HF_ENDPOINT", ws.hub.endpoint()},
+                            {"KERNELHUB_SOCKET", ws.socket.string()},
+                            {"KERNELHUB_REQUIRE_DAEMON", ""},
+                            {"DIFFUSERS_TRUST_REMOTE_KERNELS", ""},
+                            {"DIFFUSERS_DISABLE_REMOTE_CODE", ""},
+                            {"HF_HUB_OFFLINE", ""}});
+}
+
 }  // namespace kernelhub::testing

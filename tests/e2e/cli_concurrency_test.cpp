@@ -1,5 +1,5 @@
-// Cache integrity under stress through the real CLI: concurrent downloads of one kernel, and a
-// cache on a full filesystem.
+// Cache integrity under stress through the real CLI: concurrent downloads of one kernel, two
+// gc runs beside a download, and a cache on a full filesystem.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
@@ -48,6 +48,46 @@ TEST_CASE("two processes downloading the same kernel at once end with one consis
          fs::directory_iterator(cache.path() / "kernels--kernels-community--relu" / "blobs")) {
       CHECK(blob.path().extension() != ".incomplete");
     }
+  }
+}
+
+TEST_CASE("two gc runs and a download at once lose nothing either needs",
+          "[e2e][concurrency][eviction]") {
+  FixtureHub hub;
+  TempDir cache;
+  const std::string dir = cache.path().string();
+  const fs::path repo = cache.path() / "kernels--kernels-community--relu";
+  const EnvOverrides env{{"HF_ENDPOINT", hub.endpoint()}};
+  const auto download = [&](int version) {
+    return run_kernelhub({"download", "kernels-community/relu", "--version",
+                          std::to_string(version), "--cache-dir", dir, "--json"},
+                         env);
+  };
+  const std::vector<std::string> gc{"gc", "--max-size", "1", "--cache-dir", dir, "--json"};
+  for (int round = 0; round < 4; ++round) {
+    REQUIRE(download(1).exit_code == 0);
+    REQUIRE(download(2).exit_code == 0);
+    auto first = std::async(std::launch::async, [&] { return run_kernelhub(gc, env); });
+    auto second = std::async(std::launch::async, [&] { return run_kernelhub(gc, env); });
+    auto fetch = std::async(std::launch::async, [&] { return download(1 + round % 2); });
+    const auto a = first.get();
+    const auto b = second.get();
+    const auto d = fetch.get();
+    INFO("round " << round << ": " << a.err << " / " << b.err << " / " << d.err);
+    REQUIRE(a.exit_code == 0);
+    REQUIRE(b.exit_code == 0);
+    // The download held the repo while it used the cache: it finished with every file
+    // verified, whatever the two gc runs did around it.
+    REQUIRE(d.exit_code == 0);
+    CHECK(json::parse(d.out).at("files").size() > 0);
+    // Whatever is left links only blobs that exist and hash to their names.
+    std::error_code ec;
+    for (const auto& entry : fs::recursive_directory_iterator(repo / "snapshots", ec)) {
+      if (entry.is_symlink()) CHECK(fs::exists(entry.path()));
+    }
+    const auto verify = run_kernelhub({"verify", "--cache-dir", dir}, env);
+    INFO(verify.out << verify.err);
+    CHECK(verify.exit_code == 0);
   }
 }
 

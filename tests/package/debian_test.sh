@@ -10,13 +10,13 @@ BUILD="$1"
 SOURCE="$2"
 TORCH_LIB="$3"
 WORK="$(mktemp -d)"
-DAEMON_PID=""
 cleanup() {
-  if [[ -n "${DAEMON_PID}" ]]; then kill "${DAEMON_PID}" 2>/dev/null || true; wait "${DAEMON_PID}" 2>/dev/null || true; fi
   rm -rf "${WORK}"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/systemd/daemon_answers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../systemd/daemon_answers.sh"
 
 for tool in cpack dpkg dpkg-deb dpkg-shlibdeps file lintian systemd-analyze readelf ldd; do
   command -v "${tool}" >/dev/null || fail "${tool} not found (scripts/setup.sh installs it)"
@@ -131,18 +131,9 @@ done
 if "${ROOT}/usr/sbin/kernelhubd" --max-downloads 0 >"${WORK}/flag.log" 2>&1; then fail "kernelhubd accepted --max-downloads 0"; fi
 grep -q -- '--max-downloads' "${WORK}/flag.log" || { cat "${WORK}/flag.log" >&2; fail "kernelhubd's refusal names no flag"; }
 # The packaged daemon on the packaged policy answers the packaged CLI on its socket.
-"${ROOT}/usr/sbin/kernelhubd" --socket "${WORK}/kh.sock" --cache-dir "${WORK}/cache" \
-  --policy "${ROOT}/etc/kernelhub/policy.toml" >"${WORK}/daemon.log" 2>&1 &
-DAEMON_PID=$!
-for _ in $(seq 100); do
-  [[ -S "${WORK}/kh.sock" ]] && break
-  kill -0 "${DAEMON_PID}" 2>/dev/null || { cat "${WORK}/daemon.log" >&2; fail "the packaged kernelhubd exited on the packaged policy"; }
-  sleep 0.1
-done
-KERNELHUB_SOCKET="${WORK}/kh.sock" "${ROOT}/usr/bin/kernelhub" status --json >"${WORK}/status.json" ||
-  { cat "${WORK}/daemon.log" >&2; fail "kernelhub status through the packaged daemon"; }
-grep -q '"via_daemon": *true\|"mode": *"daemon"' "${WORK}/status.json" || { cat "${WORK}/status.json" >&2; fail "status not from the daemon"; }
-kill "${DAEMON_PID}"; wait "${DAEMON_PID}" 2>/dev/null || true; DAEMON_PID=""
+mkdir -p "${WORK}/answers"
+daemon_answers "${ROOT}/usr/sbin/kernelhubd" "${ROOT}/usr/bin/kernelhub" \
+  "${ROOT}/etc/kernelhub/policy.toml" "${WORK}/answers" "the packaged daemon on the packaged policy"
 # libkernelhub: every library it needs but torch's (the app's) resolves on this host.
 missing="$(LD_LIBRARY_PATH="${TORCH_LIB}" ldd "${ROOT}/usr/lib/libkernelhub.so" | grep 'not found' || true)"
 [[ -z "${missing}" ]] || fail "libkernelhub.so needs libraries not found: ${missing}"

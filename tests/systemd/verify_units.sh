@@ -8,13 +8,13 @@ set -euo pipefail
 
 BUILD="$1"
 TMP="$(mktemp -d)"
-DAEMON_PID=""
 cleanup() {
-  if [[ -n "${DAEMON_PID}" ]]; then kill "${DAEMON_PID}" 2>/dev/null || true; wait "${DAEMON_PID}" 2>/dev/null || true; fi
   rm -rf "${TMP}"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=tests/systemd/daemon_answers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/daemon_answers.sh"
 
 PREFIX="${TMP}/prefix"
 cmake --install "${BUILD}" --prefix "${PREFIX}" >"${TMP}/install.log" 2>&1 ||
@@ -61,15 +61,6 @@ uid="$(awk -F: '$1 == "kernelhub" {print $3}' "${ROOT}/etc/passwd")"
 [[ "$(stat -c '%a' "${ROOT}/run/kernelhub")" == "755" ]] || fail "run dir mode"
 
 # The installed daemon accepts the installed example policy and answers on its socket.
-"${DAEMON}" --socket "${TMP}/kh.sock" --cache-dir "${TMP}/cache" \
-  --policy "${PREFIX}/etc/kernelhub/policy.toml" >"${TMP}/daemon.log" 2>&1 &
-DAEMON_PID=$!
-for _ in $(seq 100); do
-  [[ -S "${TMP}/kh.sock" ]] && break
-  kill -0 "${DAEMON_PID}" 2>/dev/null || { cat "${TMP}/daemon.log" >&2; fail "kernelhubd exited on the example policy"; }
-  sleep 0.1
-done
-KERNELHUB_SOCKET="${TMP}/kh.sock" "${PREFIX}/bin/kernelhub" status --json >"${TMP}/status.json" ||
-  { cat "${TMP}/daemon.log" >&2; fail "kernelhub status through the installed daemon"; }
-grep -q '"via_daemon": *true\|"mode": *"daemon"' "${TMP}/status.json" || { cat "${TMP}/status.json" >&2; fail "status not from the daemon"; }
+daemon_answers "${DAEMON}" "${PREFIX}/bin/kernelhub" "${PREFIX}/etc/kernelhub/policy.toml" "${TMP}" \
+  "the installed daemon on the example policy"
 echo "installed units verified"
