@@ -1,5 +1,5 @@
 // The C++ side of bench/eviction_bench.py (and of the scale test's shape): builds a synthetic
-// cache (tests/cache/synthetic_cache.hpp) and evicts it down to a fraction of its size,
+// cache (tests/support/synthetic_cache.hpp) and evicts it down to a fraction of its size,
 // timing the dry-run scan and the eviction. Prints one JSON object.
 //   kh_eviction_bench DIR REPOS COMMITS VARIANTS FILES [FRACTION]
 #include <chrono>
@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cache/synthetic_cache.hpp"
 #include "kernelhub/cache/eviction.hpp"
+#include "support/synthetic_cache.hpp"
 
 using namespace kernelhub;
 

@@ -62,17 +62,22 @@ Result<FetchedKernel> EmbeddedBackend::fetch(const fetch::Request& request,
   hub::CurlHttpClient http(config);
   hub::Fetcher fetcher(config, http, cache_, std::move(policy), trust::TrustEnvironment::from(env_),
                        env_);
-  // Held through the hand-out: no gc of another process removes what is about to be opened
-  // (best effort, as in the fetcher: a cache we cannot lock is one we cannot write).
-  const auto in_use = cache_.hold_repo(request.repo);
   KH_TRY_ASSIGN(auto result, fetcher.fetch(request, progress));
 
   FetchedKernel kernel{std::move(result.manifest), /*via_daemon=*/false, {}};
-  std::optional<Result<util::FileLock>> moved_in_use;  // a renamed or redirected repo
-  if (kernel.manifest.repo != request.repo)
-    moved_in_use.emplace(cache_.hold_repo(kernel.manifest.repo));
   if (hand_out) {
-    KH_TRY_ASSIGN(kernel.fds, hand_out_files(cache_, kernel.manifest));
+    // Held through the hand-out: no gc of another process removes what is being opened. (Taken
+    // only now, so a refused request leaves nothing in the cache; best effort, as in the
+    // fetcher.) An eviction that came between the fetch and the hold is met by one more
+    // fetch, held.
+    const auto in_use = cache_.hold_repo(kernel.manifest.repo);
+    auto fds = hand_out_files(cache_, kernel.manifest);
+    if (!fds && in_use) {
+      KH_TRY_ASSIGN(result, fetcher.fetch(request, progress));
+      kernel.manifest = std::move(result.manifest);
+      fds = hand_out_files(cache_, kernel.manifest);
+    }
+    KH_TRY_ASSIGN(kernel.fds, std::move(fds));
   }
   // The use, for eviction by least recent use; a read-only cache keeps none.
   const auto now = cache::WallClock::now();

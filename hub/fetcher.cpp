@@ -230,6 +230,20 @@ Result<FetchResult> FetchCall::fetch_commit(const fetch::Request& asked, const s
       f_.download_gate_
           ? f_.download_gate_(request.repo.str() + '@' + commit + ' ' + util::join(variants, ", "))
           : nullptr;
+  // Every listing first: a hostile one is refused before anything touches the cache.
+  std::vector<std::pair<std::string, std::vector<TreeEntry>>> listings;
+  for (const auto& variant : variants) {
+    KH_TRY_ASSIGN(auto files, f_.api_.list_tree(request.repo, commit, "build/" + variant, true));
+    if (request.lock() && !request.lock()->variant_hashes.empty()) {
+      std::vector<std::pair<std::string, std::string>> ids;
+      for (const auto& entry : files) {
+        if (entry.is_file && !is_ignored_kernel_file(entry.path))
+          ids.emplace_back(entry.path, entry.etag());
+      }
+      KH_TRY(check_locked_hashes(request, commit, variant, ids));
+    }
+    listings.emplace_back(variant, std::move(files));
+  }
   // From the first look at the cached blobs until the refs are written, no eviction or gc
   // touches this repo (a blob it keeps, or one it has committed but not linked yet). A cache
   // where the lock cannot be made is one this process cannot write either: no removal of ours
@@ -247,18 +261,7 @@ Result<FetchResult> FetchCall::fetch_commit(const fetch::Request& asked, const s
       return admit_signature(request, verifier->verify(variant, etag, metadata, bundle));
     });
   }
-  for (const auto& variant : variants) {
-    KH_TRY_ASSIGN(auto files, f_.api_.list_tree(request.repo, commit, "build/" + variant, true));
-    if (request.lock() && !request.lock()->variant_hashes.empty()) {
-      std::vector<std::pair<std::string, std::string>> ids;
-      for (const auto& entry : files) {
-        if (entry.is_file && !is_ignored_kernel_file(entry.path))
-          ids.emplace_back(entry.path, entry.etag());
-      }
-      KH_TRY(check_locked_hashes(request, commit, variant, ids));
-    }
-    KH_TRY(plan.add_variant(variant, files));
-  }
+  for (const auto& [variant, files] : listings) KH_TRY(plan.add_variant(variant, files));
   KH_TRY(plan.download(progress));
   KH_TRY(plan.verify());
   // Receipts before the snapshot: whatever is visible has its verdict recorded.

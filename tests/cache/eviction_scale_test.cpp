@@ -1,4 +1,4 @@
-// A cache of 10,000 variant folders and 100,000 blobs (tests/cache/synthetic_cache.hpp)
+// A cache of 10,000 variant folders and 100,000 blobs (tests/support/synthetic_cache.hpp)
 // evicted down to half its size: within the bound below, in least-recently-used order, and
 // consistent after. The bound was measured on this project's 2-core CI machine (see
 // bench/README.md, eviction_bench.py) and leaves room for a loaded machine.
@@ -6,10 +6,10 @@
 
 #include <chrono>
 
-#include "cache/synthetic_cache.hpp"
 #include "kernelhub/cache/cache_usage.hpp"
 #include "kernelhub/cache/eviction.hpp"
 #include "support/process.hpp"
+#include "support/synthetic_cache.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::cache;

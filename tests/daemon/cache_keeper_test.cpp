@@ -7,10 +7,10 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "cache/synthetic_cache.hpp"
 #include "kernelhub/cache/cache_usage.hpp"
 #include "kernelhub/daemon/cache_keeper.hpp"
 #include "support/process.hpp"
+#include "support/synthetic_cache.hpp"
 
 using namespace kernelhub;
 using namespace kernelhub::daemon;
