@@ -14,7 +14,9 @@
 
 using namespace kernelhub;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   if (argc < 6) {
     std::cerr << "usage: kh_eviction_bench DIR REPOS COMMITS VARIANTS FILES [FRACTION]\n";
     return 2;
@@ -65,4 +67,15 @@ int main(int argc, char** argv) {
                    .dump()
             << "\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // a bad number, or the fixture cannot be written
+    std::cerr << "kh_eviction_bench: " << e.what() << "\n";
+    return 2;
+  }
 }

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <array>
+
 #include "kernelhub/trust/lockfile.hpp"
 #include "kernelhub/trust/safe_path.hpp"
 #include "kernelhub/util/fs_util.hpp"
@@ -43,8 +45,9 @@ Result<void> record_use(const KernelCache& cache, const VariantRef& ref, WallClo
   const auto since_epoch = when.time_since_epoch();
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
   const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - secs);
-  const struct timespec times[2] = {{secs.count(), nanos.count()}, {secs.count(), nanos.count()}};
-  if (::futimens(fd.get(), times) != 0)
+  const timespec at{secs.count(), nanos.count()};
+  const std::array<timespec, 2> times{at, at};  // access and modification
+  if (::futimens(fd.get(), times.data()) != 0)
     return util::errno_error(errno, "cannot record the use of a kernel", path);
   return ok();
 }

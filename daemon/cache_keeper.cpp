@@ -87,7 +87,7 @@ void CacheKeeper::published() {
   wake_.notify_all();
 }
 
-Result<cache::EvictionReport> CacheKeeper::evict_locked(cache::EvictionOptions options,
+Result<cache::EvictionReport> CacheKeeper::evict_locked(const cache::EvictionOptions& options,
                                                         std::string_view why) {
   std::lock_guard lock(evict_mutex_);
   flush_usage();  // the latest uses count
@@ -132,7 +132,7 @@ Result<cache::EvictionReport> CacheKeeper::pass(std::string_view why) {
   options.limits = settings_();
   options.dry_run = !options.limits.bounded();  // unbounded: the gauges only
   options.recent_grace = options.limits.in_use_grace.value_or(kInUseGrace);
-  return evict_locked(std::move(options), why);
+  return evict_locked(options, why);
 }
 
 Result<void> CacheKeeper::make_room(std::uint64_t bytes, bool disk_said_full) {
@@ -151,9 +151,9 @@ Result<void> CacheKeeper::make_room(std::uint64_t bytes, bool disk_said_full) {
       return now;
     };
   }
-  KH_TRY_ASSIGN(const auto report,
-                evict_locked(std::move(options),
-                             disk_said_full ? "after ENOSPC" : "to make room for a download"));
+  KH_TRY_ASSIGN(
+      const auto report,
+      evict_locked(options, disk_said_full ? "after ENOSPC" : "to make room for a download"));
   const auto after = report.space.free_bytes + report.freed_bytes;
   if (disk_said_full || after >= bytes) return ok();
   return fail(ErrorCode::disk_full, "a download of " + std::to_string(bytes) +
@@ -165,7 +165,8 @@ Result<void> CacheKeeper::make_room(std::uint64_t bytes, bool disk_said_full) {
 
 Result<cache::EvictionReport> CacheKeeper::collect(cache::EvictionOptions options) {
   options.remove_unreferenced = true;
-  return evict_locked(std::move(options), options.dry_run ? "gc --dry-run" : "gc");
+  const std::string_view why = options.dry_run ? "gc --dry-run" : "gc";
+  return evict_locked(options, why);
 }
 
 void CacheKeeper::run() {

@@ -69,7 +69,7 @@ Result<Message> parse_gc_request(const Fields& f) {
       return f.invalid("min_free_percent", "a percentage from 0 to below 100");
     m.min_free_percent = percent;
   }
-  return Message{std::move(m)};
+  return Message{m};
 }
 
 Result<Message> parse_gc_reply(const Fields& f) {

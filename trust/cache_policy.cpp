@@ -51,7 +51,8 @@ Result<void> parse_cache_table(const toml::table& table, const std::string& sour
                                CacheSettings& settings) {
   for (const auto& [name, value] : table) {
     const std::string key(name.str());
-    const std::string where = source + ": [cache] " + key;
+    std::string where = source;
+    where.append(": [cache] ").append(key);
     if (key == "max_size") {
       KH_TRY_ASSIGN(settings.max_size, quantity(value, where, util::parse_byte_size));
     } else if (key == "min_free") {
@@ -65,9 +66,13 @@ Result<void> parse_cache_table(const toml::table& table, const std::string& sour
     } else if (key == "in_use_grace") {
       KH_TRY_ASSIGN(settings.in_use_grace, quantity(value, where, util::parse_duration));
     } else {
-      return fail(ErrorCode::policy, source + ": unknown key '" + key +
-                                         "' in [cache] (allowed: max_size, min_free, "
-                                         "max_unused_age, check_interval, in_use_grace)");
+      std::string message = source;
+      message.append(": unknown key '")
+          .append(key)
+          .append(
+              "' in [cache] (allowed: max_size, min_free, max_unused_age, check_interval, "
+              "in_use_grace)");
+      return fail(ErrorCode::policy, message);
     }
   }
   return ok();

@@ -79,7 +79,7 @@ Result<std::chrono::seconds> parse_duration(std::string_view text) {
   if (unit == "m") factor = 60;
   if (unit == "h") factor = 3600;
   if (unit == "d") factor = 86400;
-  if (unit == "w") factor = 7 * 86400;
+  if (unit == "w") factor = std::int64_t{7} * 86400;
   if (factor == 0)
     return fail(bad(kWhat, text, "unknown unit '" + std::string(unit) + "' (use s, m, h, d, w)"));
   return std::chrono::seconds(std::stoll(std::string(text.substr(0, digits))) * factor);

@@ -28,7 +28,10 @@ const std::string kC1 = "1111111111111111111111111111111111111111";
 const std::string kC2 = "2222222222222222222222222222222222222222";
 const WallClock::time_point kNow = WallClock::time_point(std::chrono::seconds(1'800'000'000));
 
-std::string bytes(std::size_t n, char c) { return std::string(n, c); }
+std::string bytes(std::size_t n, char c) {
+  std::string out(n, c);  // not {n, c}: that would be two characters
+  return out;
+}
 
 // relu@C1 {cpu (1000 B + shared 100 B), cuda (2000 B + shared)}, rmsnorm@C2 {cpu 4000 B}.
 struct Fixture {
@@ -55,8 +58,8 @@ struct Fixture {
     EvictionOptions o;
     o.limits.max_size = max_size;
     o.now = kNow;
-    o.space = [](const fs::path&) {
-      return Result<FileSystemSpace>(FileSystemSpace{1u << 30, 1u << 29});
+    o.space = [](const fs::path&) -> Result<FileSystemSpace> {
+      return FileSystemSpace{1u << 30, 1u << 29};
     };
     return o;
   }
@@ -147,8 +150,8 @@ TEST_CASE("min_free and a download's reserve evict until the file system has roo
   options.limits.max_size.reset();
   // A 1 MB disk with 500 bytes free: min_free 2000 needs relu/cpu (1000) and rmsnorm (4000)
   // gone in LRU order until free >= 2000.
-  options.space = [](const fs::path&) {
-    return Result<FileSystemSpace>(FileSystemSpace{1'000'000, 500});
+  options.space = [](const fs::path&) -> Result<FileSystemSpace> {
+    return FileSystemSpace{1'000'000, 500};
   };
   options.limits.min_free_bytes = 2000;
   auto report = evict(f.cache, options);
@@ -170,8 +173,8 @@ TEST_CASE("min_free and a download's reserve evict until the file system has roo
   Fixture h;
   auto percent = h.options(1u << 30);
   percent.limits.max_size.reset();
-  percent.space = [](const fs::path&) {
-    return Result<FileSystemSpace>(FileSystemSpace{100'000, 4000});
+  percent.space = [](const fs::path&) -> Result<FileSystemSpace> {
+    return FileSystemSpace{100'000, 4000};
   };
   percent.limits.min_free_percent = 5.0;  // 5000 of 100000
   auto by_percent = evict(h.cache, percent);

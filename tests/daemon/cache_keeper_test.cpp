@@ -72,6 +72,7 @@ TEST_CASE("hand-outs recorded from many threads while passes evict", "[daemon][k
       f.cache.root(), f.maintenance, f.counters, [&] { return f.settings; }, true);
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       while (!stop.load()) keeper.record_use(f.manifest_of(t % 2, t % 2));

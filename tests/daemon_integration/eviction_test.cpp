@@ -397,14 +397,14 @@ TEST_CASE("a download whose listed sizes do not fit evicts first (a small file s
   config.policy = policy;
   // A 7 MiB tmpfs over the cache, seen only by the daemon: two versions of relu fit, a third
   // kernel of the same size does not.
-  config.wrapper = {"/usr/bin/unshare",
-                    "-m",
-                    "--propagation",
-                    "private",
-                    "/bin/sh",
-                    "-c",
-                    "mount -t tmpfs -o size=7m,mode=0755 tmpfs '" + ws.cache.string() +
-                        "' && exec \"$0\" \"$@\""};
+  config.wrapper = {
+      "/usr/bin/unshare",
+      "-m",
+      "--propagation",
+      "private",
+      "/bin/sh",
+      "-c",
+      "mount -t tmpfs -o size=7m,mode=0755 tmpfs '" + ws.cache.string() + R"(' && exec "$0" "$@")"};
   DaemonProcess daemon(config);
   WireClient client(ws.socket);
   client.hello();

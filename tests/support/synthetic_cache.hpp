@@ -55,7 +55,9 @@ inline SyntheticCache make_synthetic_cache(const KernelCache& cache, const Synth
         std::filesystem::create_directories(folder);
         for (int f = 0; f < shape.files; ++f) {
           // The distinguishing parts first: the content is cut to file_bytes.
-          std::string content = std::to_string(f) + "/" + variant + "/" + commit + "/" + repo.str();
+          std::string content = std::to_string(f);
+          content.append("/").append(variant).append("/").append(commit).append("/");
+          content += repo.str();
           content.resize(shape.file_bytes, '.');
           const std::string etag = trust::sha256_hex(content);
           write_whole(cache.blobs_dir(repo) / etag, content);

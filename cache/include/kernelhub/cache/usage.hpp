@@ -22,6 +22,7 @@ struct VariantRef {
   trust::RepoId repo;
   std::string commit;   // 40 hex
   std::string variant;  // folder name under build/
+  // NOLINTNEXTLINE(modernize-use-nullptr): the defaulted <=> (clang-tidy 14 misreads it)
   auto operator<=>(const VariantRef&) const = default;
   std::string str() const { return repo.str() + "@" + commit.substr(0, 12) + " " + variant; }
 };

@@ -68,7 +68,8 @@ class CacheKeeper {
   void flush_usage();
 
  private:
-  Result<cache::EvictionReport> evict_locked(cache::EvictionOptions options, std::string_view why);
+  Result<cache::EvictionReport> evict_locked(const cache::EvictionOptions& options,
+                                             std::string_view why);
   void run();
 
   std::filesystem::path root_;
