@@ -92,11 +92,12 @@ Result<EvictionReport> evict(const KernelCache& cache, const EvictionOptions& op
       const auto add = [&](std::optional<std::size_t> variant, WallClock::time_point used) {
         if (used + options.recent_grace > options.now) return;  // in use right now
         Candidate c{r, s, variant, used, 2, ""};
-        const auto age = std::chrono::duration_cast<std::chrono::seconds>(options.now - used);
+        const auto idle = options.now - used;  // not cut to seconds: "0s" means any idle time
+        const auto age = std::chrono::duration_cast<std::chrono::seconds>(idle);
         if (unreferenced) {
           c.rank = 0;
           c.reason = "no ref names its commit (gc)";
-        } else if (limits.max_unused_age && age > *limits.max_unused_age) {
+        } else if (limits.max_unused_age && idle > *limits.max_unused_age) {
           c.rank = 1;
           c.reason =
               "unused for " + days(age) + " (max_unused_age " + days(*limits.max_unused_age) + ")";

@@ -140,14 +140,25 @@ Result<HandOut> FetchService::fetch_unlogged(const fetch::Request& request,
     memo_.forget_all();
   }
 
-  auto result = flights_.join({resolve_key, selection, client.offline}, request, client.name,
-                              client.progress);
+  const fetch::FlightKey key{resolve_key, selection, client.offline};
+  auto result = flights_.join(key, request, client.name, client.progress);
   if (!result) {
     if (is_signature_error(result.error().code)) {
       counters_.signatures_refused.fetch_add(1, std::memory_order_relaxed);
     }
     return fail(result.error());
   }
+  KH_TRY(may_hand_out(*result));
+  auto out =
+      hand_out(*result, root_fd_.get(), *policy(), counters_, {client.with_fds, /*warm=*/false});
+  if (out || is_signature_error(out.error().code)) return out;
+  // A gc or an eviction took the files between the flight and this hand-out: one more
+  // flight (which finds them gone and downloads them again), handed out at once.
+  spdlog::info("{} changed in the cache before it was handed out ({}); fetching again",
+               request.describe(), out.error().message);
+  memo_.forget_all();
+  result = flights_.join(key, request, client.name, client.progress);
+  if (!result) return fail(result.error());
   KH_TRY(may_hand_out(*result));
   return hand_out(*result, root_fd_.get(), *policy(), counters_, {client.with_fds, /*warm=*/false});
 }

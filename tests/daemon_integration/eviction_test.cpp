@@ -7,11 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -427,4 +429,48 @@ TEST_CASE("a download whose listed sizes do not fit evicts first (a small file s
   CHECK_FALSE(revisions.contains(kRelu + "@" + c1));
   CHECK(revisions.size() == 2);
   CHECK(counter(client.status(), "evictions") >= 1);
+}
+
+TEST_CASE("gc beside fetches in flight: every hand-out reads right", "[daemon][eviction]") {
+  Workspace ws;
+  const auto reference_v1 = ws.reference(kRelu, 1);
+  DaemonProcess daemon(ws.config());
+  std::atomic<bool> stop{false};
+  std::atomic<int> served{0};
+  std::mutex mutex;
+  std::vector<std::string> problems;
+  std::vector<std::thread> clients;
+  clients.reserve(4);
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i] {
+      WireClient client(ws.socket);
+      client.hello();
+      while (!stop.load()) {
+        const auto fetched = client.fetch(kRelu, 1 + i % 2);
+        auto found = fetched.message.value("type", "") == "fetched"
+                         ? check_handout(fetched, i % 2 == 0 ? reference_v1
+                                                             : std::map<std::string, std::string>{})
+                         : std::vector<std::string>{fetched.message.dump()};
+        const std::lock_guard lock(mutex);
+        problems.insert(problems.end(), found.begin(), found.end());
+        ++served;
+      }
+    });
+  }
+  // Root evicts everything, again and again, while the four clients fetch.
+  for (int round = 0; round < 10; ++round) {
+    const auto gc = kernelhub_cli({"gc", "--max-size", "1"}, ws);
+    INFO(gc.err);
+    CHECK(gc.exit_code == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  stop = true;
+  for (auto& t : clients) t.join();
+  INFO(Catch::Detail::stringify(problems) << daemon.log());
+  CHECK(problems.empty());
+  CHECK(served.load() > 10);
+  WireClient client(ws.socket);
+  client.hello();
+  CHECK(counter(client.status(), "evictions") > 0);  // the gc runs did evict under the load
+  CHECK(check_cache(ws.cache, kRepoFolder, {}).empty());
 }
