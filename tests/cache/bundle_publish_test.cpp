@@ -124,7 +124,7 @@ TEST_CASE("a publish that fails at its last step takes back all it made, and onl
         "# earlier\n");
 }
 
-TEST_CASE("an import never changes a snapshot the cache holds; it may add a variant to it",
+TEST_CASE("an import never changes a snapshot the cache holds, it may add a variant to it",
           "[bundle][publish]") {
   TempDir dir;
   const KernelCache cache(dir.path() / "cache");

@@ -93,7 +93,7 @@ TEST_CASE("eviction removes the least recently used variant first and keeps shar
   CHECK(verify_cache(f.cache)->corrupt.empty());
 }
 
-TEST_CASE("a snapshot left without variants goes with its refs; the version state stays",
+TEST_CASE("a snapshot left without variants goes with its refs, the version state stays",
           "[cache][eviction]") {
   Fixture f;
   f.use(kNorm, kC2, "cpu", hours(0));
@@ -112,7 +112,7 @@ TEST_CASE("a snapshot left without variants goes with its refs; the version stat
   CHECK(f.has_variant(kNorm, kC2, "cpu"));
 }
 
-TEST_CASE("pinned variants are never evicted; the bound is then reported as not met",
+TEST_CASE("pinned variants are never evicted, the bound is then reported as not met",
           "[cache][eviction][pins]") {
   Fixture f;
   REQUIRE(add_pin(f.cache, kRelu, {kC1, {"cpu"}, "test", "uid 0", 0}));

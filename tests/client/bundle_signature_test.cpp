@@ -69,7 +69,7 @@ struct Importer {
 
 }  // namespace
 
-TEST_CASE("enforce refuses an unsigned or tampered bundle at import; a signed one imports",
+TEST_CASE("enforce refuses an unsigned or tampered bundle at import, a signed one imports",
           "[signatures][bundle][daemon]") {
   const Signer signer;
   MovableHub hub;

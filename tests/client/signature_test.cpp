@@ -91,7 +91,7 @@ void check_refused(const CommandResult& result, const std::string& code, const s
 
 }  // namespace
 
-TEST_CASE("enforce: a signed kernel passes; unsigned, tampered and foreign-signed ones are refused",
+TEST_CASE("enforce: a signed kernel passes, unsigned, tampered and foreign-signed ones are refused",
           "[signatures][daemon]") {
   const Signer signer;
   MovableHub hub;

@@ -197,7 +197,7 @@ TEST_CASE("kernelhubd evicts the least recently used variant after a publish, an
   CHECK(wait_until([&] { return counter(client.status(), "evictions") == 2; }));
 }
 
-TEST_CASE("pins and gc bounds through kernelhubd follow the import rule; pins are kept",
+TEST_CASE("pins and gc bounds through kernelhubd follow the import rule, pins are kept",
           "[daemon][eviction][pins]") {
   REQUIRE(::geteuid() == 0);  // acts as another uid below; CI runs as root
   REQUIRE(fs::exists("/usr/bin/setpriv"));

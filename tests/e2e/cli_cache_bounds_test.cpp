@@ -48,7 +48,8 @@ TEST_CASE("embedded pin --lockfile and gc keep the pinned kernel and evict the r
   REQUIRE(pins.size() == 1);
   CHECK(pins[0].at("pins")[0].at("commit") == c1);
   CHECK(pins[0].at("pins")[0].at("variants").empty());
-  CHECK_THAT(pins[0].at("pins")[0].at("source").get<std::string>(), Catch::Contains("kernels.lock"));
+  CHECK_THAT(pins[0].at("pins")[0].at("source").get<std::string>(),
+             Catch::Contains("kernels.lock"));
 
   // ls: one row per variant with its size, last use and pin.
   const auto table = cli({"ls"});

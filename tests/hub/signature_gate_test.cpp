@@ -55,7 +55,7 @@ TEST_CASE("a verified kernels-community receipt passes enforce, bound to its ver
              Catch::Contains("binding: the signed metadata.json is of version 1, v2"));
 }
 
-TEST_CASE("an org with no identity configured cannot pass enforce; warn serves it with a warning",
+TEST_CASE("an org with no identity configured cannot pass enforce, warn serves it with a warning",
           "[hub][signatures]") {
   const auto other = *trust::RepoId::parse("my-org/relu");
   auto refused = hub::decide_signature(settings(trust::SignatureMode::enforce), other,
@@ -77,7 +77,7 @@ TEST_CASE("an org with no identity configured cannot pass enforce; warn serves i
   CHECK(hub::decide_signature(configured, other, kernels_community_receipt(), 1));
 }
 
-TEST_CASE("off judges nothing; missing and invalid receipts name what failed",
+TEST_CASE("off judges nothing, missing and invalid receipts name what failed",
           "[hub][signatures]") {
   SignatureReceipt missing;
   missing.variant = kVariant;
@@ -110,7 +110,7 @@ TEST_CASE("a signed CPU build in a CUDA-named folder is refused by the binding",
   CHECK(hub::decide_signature(settings(trust::SignatureMode::enforce), kRelu, receipt, 1));
 }
 
-TEST_CASE("a receipt survives its stored form; a malformed one is no receipt",
+TEST_CASE("a receipt survives its stored form, a malformed one is no receipt",
           "[hub][signatures]") {
   const auto receipt = kernels_community_receipt();
   const auto back = hub::receipt_from_json(hub::receipt_to_json(receipt));
