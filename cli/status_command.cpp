@@ -43,7 +43,12 @@ void print_daemon(const nlohmann::json& s, const std::string& socket) {
             << "version moves refused (rollback guard): " << counter(counters, "rollbacks_refused")
             << "\n"
             << "signatures: " << counter(counters, "signatures_refused") << " refused, "
-            << counter(counters, "signatures_warned") << " served with a warning\n";
+            << counter(counters, "signatures_warned") << " served with a warning\n"
+            << "cache use: " << format_bytes(counter(counters, "cache_bytes")) << " ("
+            << format_bytes(counter(counters, "cache_pinned_bytes")) << " pinned), "
+            << format_bytes(counter(counters, "cache_free_bytes")) << " free; "
+            << counter(counters, "evictions") << " evicted ("
+            << format_bytes(counter(counters, "evicted_bytes")) << ")\n";
 }
 
 // The Prometheus text of a daemon's status reply (the client hands it back without `type`

@@ -176,6 +176,8 @@ TEST_CASE("kernelhubd evicts the least recently used variant after a publish, an
   const std::string log = daemon.log();
   CHECK_THAT(log, Catch::Contains("evicted kernels-community/relu@" + c1.substr(0, 12)) &&
                       Catch::Contains("max_size"));
+  const auto text = kernelhub_cli({"status"}, ws);
+  CHECK_THAT(text.out, Catch::Contains(" pinned), ") && Catch::Contains("; 1 evicted ("));
   const auto metrics = kernelhub_cli({"status", "--prometheus"}, ws);
   CHECK_THAT(metrics.out, Catch::Contains("kernelhub_evictions_total 1") &&
                               Catch::Contains("kernelhub_cache_bytes ") &&
