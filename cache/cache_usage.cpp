@@ -4,38 +4,13 @@
 
 #include <algorithm>
 
+#include "cache_tree.hpp"
 #include "kernelhub/cache/repo_folder.hpp"
-#include "kernelhub/trust/digest.hpp"
-#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::cache {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool is_blob_name(std::string_view name) {
-  return trust::is_lower_hex(name, 64) || trust::is_lower_hex(name, 40);
-}
-
-WallClock::time_point mtime_of(const fs::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return {};
-  return WallClock::time_point(std::chrono::duration_cast<WallClock::duration>(
-      std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-}
-
-// Blob names the symlinks under `dir` point at (…/blobs/<name>); folder links not descended.
-std::set<std::string> linked_blobs(const fs::path& dir) {
-  std::set<std::string> out;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_symlink(ec)) continue;
-    const fs::path target = fs::read_symlink(it->path(), ec);
-    if (!ec && target.parent_path().filename() == "blobs") out.insert(target.filename().string());
-    ec.clear();
-  }
-  return out;
-}
 
 // refs/ may nest (refs/pr/1): commit -> ref names. In-flight atomic writes are skipped.
 std::map<std::string, std::vector<std::string>> read_refs(const fs::path& refs_dir) {
@@ -45,10 +20,7 @@ std::map<std::string, std::vector<std::string>> read_refs(const fs::path& refs_d
     if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
     const std::string name = it->path().lexically_relative(refs_dir).generic_string();
     if (name.ends_with(".tmp")) continue;
-    auto read = util::read_small_file(it->path(), 63);
-    std::string text = read ? read->substr(0, read->find('\n')) : std::string();
-    while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.pop_back();
-    if (trust::is_lower_hex(text, 40)) out[text].push_back(name);
+    if (auto commit = tree::read_ref_file(it->path())) out[*commit].push_back(name);
   }
   for (auto& [commit, names] : out) std::sort(names.begin(), names.end());
   return out;
@@ -64,7 +36,7 @@ SnapshotUsage scan_snapshot(const KernelCache& cache, const RepoUsage& repo,
     if (!it->is_directory(ec) || it->is_symlink(ec)) continue;
     VariantUsage variant;
     variant.name = it->path().filename().string();
-    variant.blobs = linked_blobs(it->path());
+    variant.blobs = tree::linked_blobs(it->path());
     for (const auto& blob : variant.blobs) {
       if (const auto size = repo.blobs.find(blob); size != repo.blobs.end())
         variant.size_bytes += size->second;
@@ -74,7 +46,7 @@ SnapshotUsage scan_snapshot(const KernelCache& cache, const RepoUsage& repo,
       variant.last_used = *used;
       variant.recorded = true;
     } else {
-      variant.last_used = mtime_of(it->path());
+      variant.last_used = tree::mtime_of(it->path());
     }
     variant.pinned = std::any_of(repo.pins.begin(), repo.pins.end(),
                                  [&](const Pin& p) { return p.covers(snap.commit, variant.name); });
@@ -83,7 +55,7 @@ SnapshotUsage scan_snapshot(const KernelCache& cache, const RepoUsage& repo,
   }
   std::sort(snap.variants.begin(), snap.variants.end(),
             [](const VariantUsage& a, const VariantUsage& b) { return a.name < b.name; });
-  const auto all = linked_blobs(snapshot);
+  const auto all = tree::linked_blobs(snapshot);
   std::set_difference(all.begin(), all.end(), in_variants.begin(), in_variants.end(),
                       std::inserter(snap.other_blobs, snap.other_blobs.end()));
   for (const auto& blob : all) {
@@ -119,7 +91,7 @@ RepoUsage scan_repo_usage(const KernelCache& cache, const trust::RepoId& repo) {
   for (fs::directory_iterator it(usage.path / "blobs", ec), end; !ec && it != end;
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (!is_blob_name(name)) continue;
+    if (!tree::is_blob_name(name)) continue;
     struct stat st {};
     if (::lstat(it->path().c_str(), &st) != 0) continue;
     const auto size = S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;

@@ -30,17 +30,6 @@ std::string days(std::chrono::seconds age) {
   return std::to_string(age.count() / 3600) + " hours";
 }
 
-std::uint64_t required_free(const trust::CacheSettings& limits, const FileSystemSpace& space,
-                            std::uint64_t reserve) {
-  std::uint64_t need = limits.min_free_bytes.value_or(0);
-  if (limits.min_free_percent) {
-    need =
-        std::max(need, static_cast<std::uint64_t>(std::ceil(static_cast<double>(space.size_bytes) *
-                                                            *limits.min_free_percent / 100)));
-  }
-  return need + reserve;
-}
-
 // Blob reference counts of one repo over everything that links them.
 std::map<std::string, int> link_counts(const RepoUsage& repo) {
   std::map<std::string, int> counts;
@@ -61,6 +50,17 @@ Result<FileSystemSpace> file_system_space(const std::filesystem::path& dir) {
     return util::errno_error(errno, "cannot read the free space of", dir);
   return FileSystemSpace{static_cast<std::uint64_t>(vfs.f_blocks) * vfs.f_frsize,
                          static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize};
+}
+
+std::uint64_t required_free_bytes(const trust::CacheSettings& limits,
+                                  const FileSystemSpace& space) {
+  std::uint64_t need = limits.min_free_bytes.value_or(0);
+  if (limits.min_free_percent) {
+    need =
+        std::max(need, static_cast<std::uint64_t>(std::ceil(static_cast<double>(space.size_bytes) *
+                                                            *limits.min_free_percent / 100)));
+  }
+  return need;
 }
 
 Result<EvictionReport> evict(const KernelCache& cache, const EvictionOptions& options) {
@@ -138,7 +138,7 @@ Result<EvictionReport> evict(const KernelCache& cache, const EvictionOptions& op
       free += size;
     }
   }
-  const std::uint64_t need_free = required_free(limits, report.space, options.reserve_bytes);
+  const std::uint64_t need_free = required_free_bytes(limits, report.space) + options.reserve_bytes;
   const bool watch_free = limits.min_free_bytes || limits.min_free_percent || options.reserve_bytes;
   const auto over = [&] {
     return (limits.max_size && total > *limits.max_size) || (watch_free && free < need_free);

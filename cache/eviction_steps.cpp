@@ -1,5 +1,7 @@
 #include "eviction_steps.hpp"
 
+#include "cache_tree.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,21 +10,12 @@
 #include <filesystem>
 
 #include "kernelhub/cache/pins.hpp"
-#include "kernelhub/trust/digest.hpp"
 #include "kernelhub/util/fs_util.hpp"
-#include "kernelhub/util/read_file.hpp"
 
 namespace kernelhub::cache::steps {
 namespace {
 
 namespace fs = std::filesystem;
-
-WallClock::time_point mtime_of(const fs::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return {};
-  return WallClock::time_point(std::chrono::duration_cast<WallClock::duration>(
-      std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-}
 
 bool is_real_dir(const fs::path& path) {
   struct stat st {};
@@ -67,25 +60,11 @@ void remove_refs_to(const fs::path& refs_dir, const std::string& commit, util::D
   std::vector<fs::path> doomed;
   for (fs::recursive_directory_iterator it(refs_dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
-    auto text = util::read_small_file(it->path(), 63);
-    if (text && text->substr(0, 40) == commit) doomed.push_back(it->path());
+    if (tree::read_ref_file(it->path()) == commit) doomed.push_back(it->path());
   }
   for (const auto& path : doomed) {
     if (::unlink(path.c_str()) == 0) dirty.add(path.parent_path());
   }
-}
-
-std::set<std::string> linked_blobs(const fs::path& snapshots) {
-  std::set<std::string> out;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(snapshots, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (!it->is_symlink(ec)) continue;
-    const fs::path target = fs::read_symlink(it->path(), ec);
-    if (!ec && target.parent_path().filename() == "blobs") out.insert(target.filename().string());
-    ec.clear();
-  }
-  return out;
 }
 
 void empty_trash(const fs::path& trash) {
@@ -100,7 +79,7 @@ void empty_trash(const fs::path& trash) {
 
 WallClock::time_point snapshot_time(const KernelCache& cache, const trust::RepoId& repo,
                                     const std::string& commit) {
-  return mtime_of(cache.snapshot_dir(repo, commit));
+  return tree::mtime_of(cache.snapshot_dir(repo, commit));
 }
 
 bool trash_has_entries(const KernelCache& cache, const trust::RepoId& repo) {
@@ -141,7 +120,7 @@ Result<RepoOutcome> remove_from_repo(const KernelCache& cache, const trust::Repo
       const fs::path folder = snapshot / "build" / removal.variant;
       if (!is_real_dir(folder)) continue;
       if (removal.unless_used_since) {
-        const auto used = recorded_use(cache, ref).value_or(mtime_of(folder));
+        const auto used = recorded_use(cache, ref).value_or(tree::mtime_of(folder));
         if (used > removal.planned_use) continue;  // used since it was chosen
       }
       if (on_remove) on_remove(ref);
@@ -171,12 +150,11 @@ Result<RepoOutcome> remove_from_repo(const KernelCache& cache, const trust::Repo
   empty_trash(trash);
 
   // Blobs last, once nothing links them.
-  const auto linked = linked_blobs(dir / "snapshots");
+  const auto linked = tree::linked_blobs(dir / "snapshots");
   std::error_code ec;
   for (fs::directory_iterator it(dir / "blobs", ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (!(trust::is_lower_hex(name, 64) || trust::is_lower_hex(name, 40)) || linked.contains(name))
-      continue;
+    if (!tree::is_blob_name(name) || linked.contains(name)) continue;
     struct stat st {};
     if (::lstat(it->path().c_str(), &st) != 0) continue;
     if (::unlink(it->path().c_str()) != 0)

@@ -1,4 +1,5 @@
 #include "kernelhub/cache/handout.hpp"
+#include "cache_tree.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,10 +17,6 @@
 
 namespace kernelhub::cache {
 namespace {
-
-bool is_blob_name(std::string_view name) {
-  return trust::is_lower_hex(name, 64) || trust::is_lower_hex(name, 40);
-}
 
 // open_beneath's io errors for a name that is not there become entry_not_found.
 Result<UniqueFd> open_in_cache(int dir_fd, const std::string& relpath, int flags,
@@ -108,7 +105,7 @@ Result<std::vector<UniqueFd>> open_handout(int root_fd, const trust::RepoId& rep
   out.reserve(files.size());
   for (const auto& file : files) {
     KH_TRY_ASSIGN(auto safe, trust::validate_repo_path(file.path));
-    if (!is_blob_name(file.etag)) {
+    if (!tree::is_blob_name(file.etag)) {
       return fail(ErrorCode::unsafe_path, "the blob name of " + safe + " ('" +
                                               trust::sanitize_for_message(file.etag) +
                                               "') is not a sha");

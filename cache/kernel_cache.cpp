@@ -1,4 +1,5 @@
 #include "kernelhub/cache/kernel_cache.hpp"
+#include "cache_tree.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -31,25 +32,10 @@ constexpr std::string_view kCacheDirTag =
 
 bool is_commit(std::string_view text) { return trust::is_lower_hex(text, 40); }
 
-bool is_etag(std::string_view text) {
-  return trust::is_lower_hex(text, 40) || trust::is_lower_hex(text, 64);
-}
-
 bool is_link_to(const fs::path& link, std::string_view target) {
   std::array<char, 512> buf{};
   const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
   return n >= 0 && std::string_view(buf.data(), static_cast<std::size_t>(n)) == target;
-}
-
-std::optional<std::string> read_ref_file(const fs::path& path) {
-  auto read = util::read_small_file(path, 63);
-  if (!read) return std::nullopt;
-  std::string text = std::move(*read);
-  // Other writers may add a newline; huggingface_hub itself does not.
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
-    text.pop_back();
-  if (!is_commit(text)) return std::nullopt;
-  return text;
 }
 
 }  // namespace
@@ -94,7 +80,7 @@ Result<void> KernelCache::prepare_repo(const trust::RepoId& repo) const {
 }
 
 bool KernelCache::has_blob(const trust::RepoId& repo, std::string_view etag) const {
-  if (!is_etag(etag)) return false;
+  if (!tree::is_blob_name(etag)) return false;
   std::error_code ec;
   return fs::is_regular_file(blobs_dir(repo) / std::string(etag),
                              ec);  // follows a shared-store symlink
@@ -104,7 +90,8 @@ std::optional<std::string> KernelCache::read_ref(const trust::RepoId& repo,
                                                  std::string_view ref) const {
   if (!trust::validate_repo_path(ref)) return std::nullopt;
   for (const RepoKind kind : {RepoKind::kernels, RepoKind::models}) {
-    if (auto sha = read_ref_file(root_ / repo_folder_name(repo, kind) / "refs" / std::string(ref)))
+    if (auto sha =
+            tree::read_ref_file(root_ / repo_folder_name(repo, kind) / "refs" / std::string(ref)))
       return sha;
   }
   return std::nullopt;
@@ -117,7 +104,7 @@ std::vector<int> KernelCache::cached_versions(const trust::RepoId& repo) const {
     std::error_code ec;
     for (fs::directory_iterator it(refs, ec), end; !ec && it != end; it.increment(ec)) {
       const auto version = trust::version_of_branch(it->path().filename().string());
-      if (!version || *version > 1'000'000 || !read_ref_file(it->path())) continue;
+      if (!version || *version > 1'000'000 || !tree::read_ref_file(it->path())) continue;
       versions.push_back(static_cast<int>(*version));
     }
   }
@@ -134,7 +121,7 @@ Result<void> KernelCache::write_ref(const trust::RepoId& repo, std::string_view 
                                                  "' is not a 40-hex commit sha");
   }
   const fs::path path = repo_dir(repo) / "refs" / std::string(ref);
-  if (read_ref_file(path) == std::string(commit))
+  if (tree::read_ref_file(path) == std::string(commit))
     return ok();  // unchanged: read-only caches stay usable
   util::DirtyDirs dirty;
   KH_TRY(dirty.create(path.parent_path()));

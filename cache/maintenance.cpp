@@ -1,6 +1,7 @@
 // verify_cache and collect_garbage (over evict). Every open is relative to a directory fd with
 // O_NOFOLLOW, so a symlink planted in the cache is never followed out of it.
 #include "kernelhub/cache/maintenance.hpp"
+#include "cache_tree.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -24,10 +25,6 @@ namespace kernelhub::cache {
 namespace fs = std::filesystem;
 
 namespace {
-
-bool is_blob_name(std::string_view name) {
-  return trust::is_lower_hex(name, 64) || trust::is_lower_hex(name, 40);
-}
 
 std::vector<std::string> dir_entries(int dir_fd) {
   std::vector<std::string> names;
@@ -102,7 +99,7 @@ Result<VerifyReport> verify_cache(const KernelCache& cache, std::optional<trust:
     UniqueFd blobs = open_dir_at(repo_fd.get(), "blobs");
     if (!blobs) continue;
     for (const auto& name : dir_entries(blobs.get())) {
-      if (!is_blob_name(name)) continue;  // temps and foreign files are not ours to judge
+      if (!tree::is_blob_name(name)) continue;  // temps and foreign files are not ours to judge
       ++report.checked;
       if (auto reason = check_blob(blobs.get(), name)) {
         ::unlinkat(blobs.get(), name.c_str(), 0);

@@ -5,7 +5,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernelhub/cache/repo_folder.hpp"
 #include "kernelhub/trust/digest.hpp"
 #include "kernelhub/trust/lockfile.hpp"
 #include "kernelhub/trust/safe_path.hpp"
@@ -111,24 +110,6 @@ Result<std::vector<Pin>> read_pins(const KernelCache& cache, const trust::RepoId
   auto pins = parse_pins(*text);
   if (!pins) return fail(pins.error().code, repo.str() + ": " + pins.error().message);
   return pins;
-}
-
-std::vector<RepoPins> list_pins(const KernelCache& cache, std::vector<Error>* damaged) {
-  std::vector<RepoPins> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(cache.root(), ec), end; !ec && it != end; it.increment(ec)) {
-    const auto repo = parse_repo_folder_name(it->path().filename().string());
-    if (!repo) continue;
-    auto pins = read_pins(cache, *repo);
-    if (!pins) {
-      if (damaged != nullptr) damaged->push_back(pins.error());
-      continue;
-    }
-    if (!pins->empty()) out.push_back({*repo, std::move(*pins)});
-  }
-  std::sort(out.begin(), out.end(),
-            [](const RepoPins& a, const RepoPins& b) { return a.repo < b.repo; });
-  return out;
 }
 
 Result<std::vector<Pin>> add_pin(const KernelCache& cache, const trust::RepoId& repo, Pin pin) {

@@ -1,5 +1,7 @@
 #include "kernelhub/cache/usage.hpp"
 
+#include "cache_tree.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -12,11 +14,6 @@
 
 namespace kernelhub::cache {
 namespace {
-
-WallClock::time_point mtime_of(const struct stat& st) {
-  return WallClock::time_point(std::chrono::duration_cast<WallClock::duration>(
-      std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
-}
 
 Result<void> check_names(const VariantRef& ref) {
   if (!trust::is_git_object_id(ref.commit))
@@ -34,8 +31,8 @@ Result<void> record_use(const KernelCache& cache, const VariantRef& ref, WallClo
   KH_TRY(check_names(ref));
   const auto path = cache.usage_marker_path(ref.repo, ref.commit, ref.variant);
   struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && mtime_of(st) + resolution > when &&
-      mtime_of(st) <= when + resolution) {
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      tree::mtime_of(st) + resolution > when && tree::mtime_of(st) <= when + resolution) {
     return ok();
   }
   KH_TRY(util::make_dirs(path.parent_path()));
@@ -57,7 +54,7 @@ std::optional<WallClock::time_point> recorded_use(const KernelCache& cache, cons
   struct stat st {};
   const auto path = cache.usage_marker_path(ref.repo, ref.commit, ref.variant);
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  return mtime_of(st);
+  return tree::mtime_of(st);
 }
 
 }  // namespace kernelhub::cache

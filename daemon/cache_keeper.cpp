@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
+#include <algorithm>
 
 #include "kernelhub/cache/kernel_cache.hpp"
 #include "kernelhub/util/strings.hpp"
@@ -18,16 +18,6 @@ std::string ago(WallClock::time_point when, WallClock::time_point now) {
   if (s < 7200) return std::to_string(s / 60) + "min ago";
   if (s < 172800) return std::to_string(s / 3600) + "h ago";
   return std::to_string(s / 86400) + "d ago";
-}
-
-std::uint64_t min_free_of(const trust::CacheSettings& limits, const cache::FileSystemSpace& space) {
-  std::uint64_t need = limits.min_free_bytes.value_or(0);
-  if (limits.min_free_percent) {
-    need =
-        std::max(need, static_cast<std::uint64_t>(std::ceil(static_cast<double>(space.size_bytes) *
-                                                            *limits.min_free_percent / 100)));
-  }
-  return need;
 }
 
 }  // namespace
@@ -139,7 +129,8 @@ Result<void> CacheKeeper::make_room(std::uint64_t bytes, bool disk_said_full) {
   const auto limits = settings_();
   if (!limits.bounded()) return ok();  // no [cache] policy: the download tries as before
   KH_TRY_ASSIGN(const auto space, cache::file_system_space(root_));
-  if (!disk_said_full && space.free_bytes >= bytes + min_free_of(limits, space)) return ok();
+  if (!disk_said_full && space.free_bytes >= bytes + cache::required_free_bytes(limits, space))
+    return ok();
   cache::EvictionOptions options;
   options.limits = limits;
   options.reserve_bytes = bytes;

@@ -11,6 +11,7 @@
 #include "kernelhub/cache/cache_usage.hpp"
 #include "kernelhub/cache/eviction.hpp"
 #include "kernelhub/cache/maintenance.hpp"
+#include "kernelhub/cache/pinning.hpp"
 #include "kernelhub/cache/pins.hpp"
 #include "kernelhub/cache/usage.hpp"
 #include "support/process.hpp"
@@ -208,15 +209,21 @@ TEST_CASE("a repo a fetch holds is left alone, and dry_run removes nothing", "[c
 
 TEST_CASE("a variant used after it was chosen stays", "[cache][eviction]") {
   Fixture f;
-  auto options = f.options(6500);
-  options.on_remove = [&](const VariantRef&) {};
-  // Used between the plan and the removal: on_remove of the first removal is too late to
-  // test this, so the plan is checked through a use newer than `now`.
-  f.use(kRelu, kC1, "cpu", hours(-1));
+  // 2200 bytes: relu/cpu (3 h) and rmsnorm/cpu (2 h) are chosen. relu goes first (repos go
+  // in order); while it goes, rmsnorm is used again, so its removal is skipped.
+  auto options = f.options(2200);
+  int removals = 0;
+  options.on_remove = [&](const VariantRef& ref) {
+    ++removals;
+    if (ref.repo == kRelu) REQUIRE(record_use(f.cache, {kNorm, kC2, "cpu"}, kNow));
+  };
   auto report = evict(f.cache, options);
   REQUIRE(report);
+  CHECK(removals == 1);  // rmsnorm's removal never started
   REQUIRE(report->evicted.size() == 1);
-  CHECK(report->evicted[0].ref == VariantRef{kNorm, kC2, "cpu"});
+  CHECK(report->evicted[0].ref == VariantRef{kRelu, kC1, "cpu"});
+  CHECK(f.has_variant(kNorm, kC2, "cpu"));
+  CHECK(f.has_variant(kRelu, kC1, "cuda"));
 }
 
 TEST_CASE("gc removes unreferenced snapshots but not pinned ones, and empties the trash",
@@ -281,9 +288,9 @@ TEST_CASE("pins documents: merge, bounds and refusals", "[cache][pins]") {
   auto every = add_pin(f.cache, kRelu, {kC1, {}, "c", "uid 3", 3});
   REQUIRE(every);
   CHECK((*every)[0].variants.empty());
-  CHECK(list_pins(f.cache).size() == 1);
+  CHECK(pins_listing_json(f.cache).size() == 1);
   CHECK(remove_pins(f.cache, kRelu, kC1).value() == 1);
-  CHECK(list_pins(f.cache).empty());
+  CHECK(pins_listing_json(f.cache).empty());
 
   CHECK_FALSE(add_pin(f.cache, kRelu, {"short", {}, "", "", 0}));
   CHECK_FALSE(parse_pins(R"({"pins": [{"commit": "xyz"}]})"));

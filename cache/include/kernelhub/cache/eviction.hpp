@@ -69,4 +69,7 @@ struct EvictionReport {
 
 Result<EvictionReport> evict(const KernelCache& cache, const EvictionOptions& options);
 
+// What `min_free` asks of a file system of this size: the bytes, or the percentage of it.
+std::uint64_t required_free_bytes(const trust::CacheSettings& limits, const FileSystemSpace& space);
+
 }  // namespace kernelhub::cache

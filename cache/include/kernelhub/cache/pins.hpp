@@ -27,11 +27,6 @@ struct Pin {
   bool operator==(const Pin&) const = default;
 };
 
-struct RepoPins {
-  trust::RepoId repo;
-  std::vector<Pin> pins;
-};
-
 inline constexpr util::JsonBounds kPinsJson{1u << 20, 8, 100'000};
 inline constexpr std::size_t kMaxPinsPerRepo = 4096;
 
@@ -44,8 +39,6 @@ std::string pins_to_json(const std::vector<Pin>& pins);
 // The repo's pins: empty when it has none; an error when the document cannot be read or
 // parsed.
 Result<std::vector<Pin>> read_pins(const KernelCache& cache, const trust::RepoId& repo);
-// Every repo with pins, by repo; `damaged` gets the repos whose document is unusable.
-std::vector<RepoPins> list_pins(const KernelCache& cache, std::vector<Error>* damaged = nullptr);
 
 // Adds `pin` to the repo's pins (a pin of the same commit is merged: the union of their
 // variants, every variant when either has none listed) and returns the repo's pins after.
