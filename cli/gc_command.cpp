@@ -69,9 +69,11 @@ void print_report(const nlohmann::json& r) {
               << format_bytes(r.value("freed_bytes", std::uint64_t{0})) << "\n";
   }
   if (!r.value("within_bounds", true)) {
+    const bool left_alone = !r.value("skipped", nlohmann::json::array()).empty();
     std::cout << "the cache stays over its bounds: "
               << format_bytes(r.value("pinned_bytes", std::uint64_t{0}))
-              << " are pinned (`kernelhub pin --list`), and what is in use was left alone\n";
+              << " are pinned (`kernelhub pin --list`)"
+              << (left_alone ? ", and the repos above were left alone" : "") << "\n";
   }
 }
 

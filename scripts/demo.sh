@@ -2,6 +2,7 @@
 # The main job end to end on a local demo Hub, no internet needed:
 #   serve the fixture kernel store -> start kernelhubd (temp socket, its own cache) ->
 #   `kernelhub download` through the daemon -> `kernelhub ls` and `kernelhub status`
+#   -> a pin and a dry run of `kernelhub gc` with a bound (nothing is removed)
 #   -> the trust rule (SageAttention refused, then accepted with DIFFUSERS_TRUST_REMOTE_KERNELS)
 #   -> the official Python `kernels` library loads the daemon's kernel offline and runs its op
 #   -> a C++ app built against the installed kernelhub package sets `flash_hub` on a tiny
@@ -118,6 +119,12 @@ step "attention_app: native, then flash_hub on every layer (kernel fetched throu
 listing="$("${KERNELHUB}" ls)"  # captured: `| grep -q` under pipefail can fail on SIGPIPE
 grep -q flash-attn2 <<<"${listing}" || { echo "demo: flash-attn2 is not in the daemon's cache" >&2; exit 1; }
 echo "(kernels-community/flash-attn2 is in the daemon's cache: ${CACHE})"
+
+step "the cache's bounds: pin relu v1, then see what a 1-byte bound would evict (a dry run)"
+"${KERNELHUB}" pin "kernels-community/${KERNEL}" --version 1
+"${KERNELHUB}" pin --list
+"${KERNELHUB}" gc --max-size 1 --dry-run
+"${KERNELHUB}" ls
 
 step "kernelhub status (the daemon's counters)"
 "${KERNELHUB}" status
