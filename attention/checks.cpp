@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kernelhub/attention/requirements.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
 
 namespace kernelhub::attention::detail {
 
@@ -32,7 +33,7 @@ void check_device_cuda(const AttentionInputs& inputs) {
 
 void check_device_cuda_atleast(const AttentionInputs& inputs, int major, int minor) {
   check_device_cuda(inputs);
-  const auto capability = cuda_compute_capability(inputs.query.device().index());
+  const auto capability = loader::cuda_compute_capability(inputs.query.device().index());
   // Unknown capability (no CUDA runtime library to ask) counts as too old: the check
   // exists to stop a kernel from running where it cannot.
   if (!capability || *capability < std::pair{major, minor}) {

@@ -1,7 +1,5 @@
 #include "kernelhub/attention/requirements.hpp"
 
-#include <dlfcn.h>
-
 #include <atomic>
 #include <string>
 
@@ -11,25 +9,10 @@
 #include <c10/core/DeviceType.h>
 
 #include "kernelhub/attention_dispatch.hpp"
+#include "kernelhub/loader/kernel_loader.hpp"
 
 namespace kernelhub::attention::detail {
 namespace {
-
-// cudaDeviceAttr values from driver_types.h (stable across CUDA releases).
-constexpr int kCudaDevAttrComputeCapabilityMajor = 75;
-constexpr int kCudaDevAttrComputeCapabilityMinor = 76;
-
-using CudaGetDevice = int (*)(int*);
-using CudaDeviceGetAttribute = int (*)(int*, int, int);
-
-// The runtime torch's CUDA library brought in; RTLD_NOLOAD: never load one ourselves (a
-// second CUDA runtime in the process is worse than not knowing the capability).
-void* loaded_cudart() {
-  for (const char* name : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
-    if (void* handle = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) return handle;
-  }
-  return nullptr;
-}
 
 std::string tail(std::string_view alternatives) {
   return " or use " + std::string(alternatives) + ".";
@@ -44,26 +27,6 @@ std::atomic<bool> g_relaxed{false};
 void relax_device_requirements(bool relaxed) { g_relaxed.store(relaxed); }
 bool device_requirements_relaxed() { return g_relaxed.load(); }
 
-std::optional<std::pair<int, int>> cuda_compute_capability(int device) {
-  void* cudart = loaded_cudart();
-  if (cudart == nullptr) return std::nullopt;
-  auto get_device = reinterpret_cast<CudaGetDevice>(dlsym(cudart, "cudaGetDevice"));
-  auto get_attribute =
-      reinterpret_cast<CudaDeviceGetAttribute>(dlsym(cudart, "cudaDeviceGetAttribute"));
-  std::optional<std::pair<int, int>> result;
-  if (get_device != nullptr && get_attribute != nullptr &&
-      (device >= 0 || get_device(&device) == 0)) {
-    int major = 0;
-    int minor = 0;
-    if (get_attribute(&major, kCudaDevAttrComputeCapabilityMajor, device) == 0 &&
-        get_attribute(&minor, kCudaDevAttrComputeCapabilityMinor, device) == 0) {
-      result = std::pair{major, minor};
-    }
-  }
-  dlclose(cudart);  // drops the reference NOLOAD added; torch keeps it loaded
-  return result;
-}
-
 void require_cuda(std::string_view backend, int min_major, int min_minor,
                   std::string_view alternatives) {
   const std::string name(backend);
@@ -76,7 +39,7 @@ void require_cuda(std::string_view backend, int min_major, int min_minor,
   }
   if (min_major == 0 && min_minor == 0) return;
   const std::string needed = std::to_string(min_major) + "." + std::to_string(min_minor);
-  const auto capability = cuda_compute_capability();
+  const auto capability = loader::cuda_compute_capability();
   if (!capability) {
     throw BackendUnavailable(name + " needs a CUDA device with compute capability >= " + needed +
                              ", but no CUDA runtime library (libcudart.so.13 / .12) is loaded "

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <sstream>
+
+#include <torch/csrc/jit/frontend/function_schema_parser.h>
 
 #include "dispatcher_ops.hpp"
 
@@ -56,6 +59,26 @@ Result<KernelOp> KernelOp::find(const LoadedKernel& kernel, std::string_view op_
               "kernel " + kernel.repo + " has no operator " + name +
                   (existing.empty() ? "; nothing is registered under " + kernel.ops_namespace
                                     : "; it registers " + listing));
+}
+
+Result<KernelOp> KernelOp::find_with_schema(const LoadedKernel& kernel, std::string_view op_name,
+                                            std::string_view expected) {
+  KH_TRY_ASSIGN(KernelOp op, find(kernel, op_name));
+  std::ostringstream have;
+  have << op.schema();
+  std::ostringstream want;
+  try {
+    want << torch::jit::parseSchema(kernel.ops_namespace + "::" + std::string(expected));
+  } catch (const c10::Error& error) {
+    return fail(ErrorCode::internal, "expected schema '" + std::string(expected) +
+                                         "' does not parse: " + error.what_without_backtrace());
+  }
+  if (have.str() != want.str()) {
+    return fail(ErrorCode::incompatible_kernel,
+                "kernel " + kernel.repo + " registers " + have.str() + ", but the caller needs " +
+                    want.str() + "; its build is for another interface");
+  }
+  return op;
 }
 
 bool KernelOp::has_kernel_for(c10::DispatchKey key) const {

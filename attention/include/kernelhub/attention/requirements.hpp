@@ -29,8 +29,4 @@ void require_npu(std::string_view backend, std::string_view alternatives = kNati
 void relax_device_requirements(bool relaxed);
 bool device_requirements_relaxed();
 
-// {major, minor} of CUDA device `device` (-1: the current one), asked from the CUDA runtime
-// library already loaded by torch; nullopt without one.
-std::optional<std::pair<int, int>> cuda_compute_capability(int device = -1);
-
 }  // namespace kernelhub::attention::detail

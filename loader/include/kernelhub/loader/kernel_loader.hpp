@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernelhub/trust/metadata.hpp"
@@ -63,6 +64,10 @@ struct Runtime {
   bool cxx11_abi = true;  // _GLIBCXX_USE_CXX11_ABI of the libtorch build
 };
 Runtime current_runtime();
+
+// {major, minor} of CUDA device `device` (-1: the current one), asked from the CUDA runtime
+// library already loaded by torch (never loading one); nullopt without one.
+std::optional<std::pair<int, int>> cuda_compute_capability(int device = -1);
 
 // Refuses a variant this process cannot load, saying why (torch version, ABI, arch, device).
 // Python-only variants are refused here: they are not loaded, they are imported.

@@ -21,7 +21,15 @@ class KernelOp {
   // `<namespace>::<op_name>` with the empty overload name; op_not_found otherwise.
   static Result<KernelOp> find(const LoadedKernel& kernel, std::string_view op_name);
 
+  // find, then a refusal unless the op's schema is `expected` ("silu_and_mul(Tensor! out,
+  // Tensor input) -> ()", without the namespace), compared as the dispatcher prints both:
+  // a caller that unboxes arguments by a schema never calls an op of another one.
+  // incompatible_kernel names both schemas.
+  static Result<KernelOp> find_with_schema(const LoadedKernel& kernel, std::string_view op_name,
+                                           std::string_view expected);
+
   const std::string& qualified_name() const { return name_; }
+  const c10::OperatorHandle& handle() const { return handle_; }
   const c10::FunctionSchema& schema() const { return handle_.schema(); }
   bool has_kernel_for(c10::DispatchKey key) const;
 
