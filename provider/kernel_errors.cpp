@@ -8,7 +8,8 @@ namespace {
 // What the CLI is given to name the same version or revision: "--version 3".
 std::string cli_ref(const HubKernelSpec& spec) {
   if (spec.version) return "--version " + std::to_string(*spec.version);
-  return "--revision " + spec.revision.value_or("");
+  if (spec.revision) return "--revision " + *spec.revision;
+  return "--lockfile " + spec.lockfile.value_or("kernels.lock");
 }
 
 }  // namespace

@@ -63,10 +63,15 @@ Unexpected library_unusable(const LibrarySpec& spec, ErrorCode code, const std::
 }  // namespace
 
 Result<ProvidedKernel> provide_hub_source(const HubKernelSpec& spec) {
-  auto ref = ref_of(spec);
-  if (!ref) {
-    return fail(in_context(std::move(ref).error(),
-                           std::string(spec.user) + ": cannot use " + std::string(spec.repo)));
+  const bool lock_decides = spec.lockfile || spec.require_lock;
+  std::optional<fetch::Ref> ref;
+  if (!lock_decides || spec.version || spec.revision) {
+    auto checked = ref_of(spec);
+    if (!checked) {
+      return fail(in_context(std::move(checked).error(),
+                             std::string(spec.user) + ": cannot use " + std::string(spec.repo)));
+    }
+    ref = std::move(*checked);
   }
   KH_TRY_ASSIGN(const LocalKernels locals, local_kernels());
   if (auto local = locals.find(spec.repo); local != locals.end()) {
@@ -75,11 +80,21 @@ Result<ProvidedKernel> provide_hub_source(const HubKernelSpec& spec) {
     return open_local(context, local->second, "Check the LOCAL_KERNELS entry.", spec.kinds);
   }
 
-  const std::string context =
-      std::string(spec.user) + ": cannot use " + std::string(spec.repo) + " " + ref->describe();
+  const std::string context = std::string(spec.user) + ": cannot use " + std::string(spec.repo) +
+                              " " + (ref ? ref->describe() : std::string("as locked"));
   auto repo = trust::RepoId::parse(spec.repo);
   if (!repo) return fail(in_context(std::move(repo).error(), context));
-  KH_TRY_ASSIGN(auto locked, locked_entry(spec, *repo, context));
+  std::optional<trust::LockEntry> locked;
+  if (spec.lockfile) {
+    KH_TRY_ASSIGN(locked, locked_entry_in(*spec.lockfile, spec, *repo, context));
+  } else {
+    KH_TRY_ASSIGN(locked, locked_entry(spec, *repo, context));
+  }
+  if (!locked && spec.require_lock) {
+    return fail(in_context({ErrorCode::not_locked, "no lockfile is in force."}, context,
+                           "Set KERNELHUB_LOCKFILE (or call set_kernel_lockfile) to the "
+                           "project's kernels.lock, or name the lockfile in the mapping."));
+  }
   auto request = locked ? fetch::Request::locked(*repo, locked->commit, {locked->variant_hashes})
                         : Result<fetch::Request>(fetch::Request(*repo, std::move(*ref)));
   if (!request) {
@@ -87,6 +102,12 @@ Result<ProvidedKernel> provide_hub_source(const HubKernelSpec& spec) {
     return fail(in_context(std::move(request).error(), context, hub_fix(spec, code)));
   }
   return fetch_hub_source(*request, spec, context);
+}
+
+Result<ProvidedKernel> provide_local_source(std::string_view user, const std::filesystem::path& dir,
+                                            loader::VariantKinds kinds) {
+  const std::string context = std::string(user) + ": local kernel at " + dir.string();
+  return open_local(context, dir.string(), "Check the path of the local build.", kinds);
 }
 
 Result<ProvidedKernel> provide_local_library_source(const LibrarySpec& spec) {

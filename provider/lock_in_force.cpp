@@ -15,6 +15,9 @@ std::optional<std::optional<std::string>> g_lockfile_override;
 std::optional<std::pair<std::string, trust::Lockfile>> g_lockfile;
 
 std::string relock_advice(const HubKernelSpec& spec, const trust::RepoId& repo) {
+  if (!spec.version && !spec.revision) {
+    return "Lock " + repo.str() + " in the lockfile (`kernelhub lock`).";
+  }
   if (spec.version) {
     return "Add \"" + repo.str() + "\" = " + std::to_string(*spec.version) +
            " to [tool.kernels.dependencies] and run `kernelhub lock`, or unset "
@@ -37,6 +40,24 @@ std::string lock_mismatch(const HubKernelSpec& spec, const trust::LockEntry& ent
     return std::string(spec.user) + " asks for revision " + *spec.revision;
   }
   return {};
+}
+
+// The entry of `lock` (read from `path`) that pins what the spec asks for.
+Result<trust::LockEntry> entry_for(const trust::Lockfile& lock, const std::string& path,
+                                   const HubKernelSpec& spec, const trust::RepoId& repo,
+                                   const std::string& context) {
+  const auto* entry = lock.find(repo);
+  if (entry == nullptr) {
+    return fail(
+        in_context({ErrorCode::not_locked, repo.str() + " is not in the lockfile " + path + "."},
+                   context, relock_advice(spec, repo)));
+  }
+  if (const std::string why = lock_mismatch(spec, *entry); !why.empty()) {
+    return fail(in_context({ErrorCode::not_locked,
+                            path + " locks " + entry->dependency->describe() + ", " + why + "."},
+                           context, relock_advice(spec, repo)));
+  }
+  return *entry;
 }
 
 }  // namespace
@@ -64,18 +85,15 @@ Result<std::optional<trust::LockEntry>> locked_entry(const HubKernelSpec& spec,
     if (!parsed) return fail(in_context(parsed.error(), context, "Check KERNELHUB_LOCKFILE."));
     g_lockfile.emplace(*path, std::move(*parsed));
   }
-  const auto* entry = g_lockfile->second.find(repo);
-  if (entry == nullptr) {
-    return fail(
-        in_context({ErrorCode::not_locked, repo.str() + " is not in the lockfile " + *path + "."},
-                   context, relock_advice(spec, repo)));
-  }
-  if (const std::string why = lock_mismatch(spec, *entry); !why.empty()) {
-    return fail(in_context({ErrorCode::not_locked,
-                            *path + " locks " + entry->dependency->describe() + ", " + why + "."},
-                           context, relock_advice(spec, repo)));
-  }
-  return std::optional<trust::LockEntry>(*entry);
+  KH_TRY_ASSIGN(auto entry, entry_for(g_lockfile->second, *path, spec, repo, context));
+  return std::optional<trust::LockEntry>(std::move(entry));
+}
+
+Result<trust::LockEntry> locked_entry_in(const std::string& path, const HubKernelSpec& spec,
+                                         const trust::RepoId& repo, const std::string& context) {
+  auto parsed = trust::read_lockfile(path);
+  if (!parsed) return fail(in_context(parsed.error(), context, "Check the layer's lockfile."));
+  return entry_for(*parsed, path, spec, repo, context);
 }
 
 }  // namespace kernelhub::provider

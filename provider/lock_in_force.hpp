@@ -19,6 +19,11 @@ Result<std::optional<trust::LockEntry>> locked_entry(const HubKernelSpec& spec,
                                                      const trust::RepoId& repo,
                                                      const std::string& context);
 
+// The entry of the lockfile at `path` (kernels' LockedLayerRepository with a lockfile): read
+// each time, not_locked when it does not pin `repo`.
+Result<trust::LockEntry> locked_entry_in(const std::string& path, const HubKernelSpec& spec,
+                                         const trust::RepoId& repo, const std::string& context);
+
 // KERNELHUB_LOCKFILE may name another file now: parse it again on next use.
 void forget_parsed_lockfile();
 

@@ -131,12 +131,9 @@ Kernel get_hub_kernel(provider::HubKernelSpec spec) {
 }
 
 Kernel get_local_kernel(const std::filesystem::path& path) {
-  auto source = value_or_raise(loader::open_local_kernel(path, "local:" + path.string(),
-                                                         loader::current_runtime(),
-                                                         loader::VariantKinds::compiled_or_python));
-  std::error_code ec;
-  const auto nested = path / "build" / source.variant;
-  return import_kernel(source, std::filesystem::is_directory(nested, ec) ? nested : path);
+  auto provided = value_or_raise(provider::provide_local_source(
+      "python kernel", path, loader::VariantKinds::compiled_or_python));
+  return import_kernel(provided.source, provided.variant_dir);
 }
 
 }  // namespace kernelhub::python

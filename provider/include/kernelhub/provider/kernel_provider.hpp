@@ -31,6 +31,11 @@ struct HubKernelSpec {
   // too (the Python runtime). Picks a LOCAL_KERNELS build; the Hub's selection is the
   // fetcher's, which ranks compiled builds first.
   loader::VariantKinds kinds = loader::VariantKinds::compiled;
+  // kernels' LockedLayerRepository: the kernel at the commit a lockfile pins. `lockfile`
+  // names one; without it, require_lock asks the lockfile in force. Either way version and
+  // revision may be absent (the lock decides), and a repo no lockfile pins is not_locked.
+  std::optional<std::string> lockfile = std::nullopt;
+  bool require_lock = false;
 };
 
 // A locally installed kernel library (LOCAL_KERNELS[library]) and the version pin Diffusers
@@ -61,6 +66,12 @@ struct ProvidedKernel {
 // revision, is refused (not_locked). A spec with neither or both of version and revision is
 // invalid_argument.
 Result<ProvidedKernel> provide_hub_source(const HubKernelSpec& spec);
+
+// A kernel build on the local disk (kernels' get_local_kernel, LocalLayerRepository): `dir`
+// is a variant folder or holds build/<variant>/, picked for this process. `user` starts the
+// messages.
+Result<ProvidedKernel> provide_local_source(std::string_view user, const std::filesystem::path& dir,
+                                            loader::VariantKinds kinds);
 
 // LOCAL_KERNELS[spec.library] when its metadata version satisfies the pin. Missing from
 // LOCAL_KERNELS: entry_not_found; too old: incompatible_kernel; each with Diffusers' "is not
