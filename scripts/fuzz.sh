@@ -21,7 +21,7 @@ BUILD="${KERNELHUB_FUZZ_BUILD:-${ROOT}/build-asan}"
 FUZZ_JOBS="${KERNELHUB_FUZZ_JOBS:-2}"
 ALL=(frame_decoder_fuzz hub_json_fuzz http_error_fuzz http_headers_fuzz metadata_fuzz
   kernel_status_fuzz policy_fuzz elf_symbols_fuzz serve_fuzz lockfile_fuzz bundle_import_fuzz
-  sigstore_bundle_fuzz local_hub_fuzz http_head_fuzz printable_fuzz pins_fuzz)
+  sigstore_bundle_fuzz local_hub_fuzz http_head_fuzz printable_fuzz pins_fuzz layer_mapping_fuzz)
 HARNESSES=("${@:-${ALL[@]}}")
 
 if ! command -v clang++ >/dev/null || ! command -v clang >/dev/null; then
@@ -37,7 +37,7 @@ cmake --build "${BUILD}" -j"${KERNELHUB_JOBS:-$(nproc)}" --target "${HARNESSES[@
 # Per harness: the longest input it is given (deep-nesting and big-list cases need room).
 max_len() {
   case "$1" in
-    hub_json_fuzz | http_error_fuzz | metadata_fuzz | kernel_status_fuzz | policy_fuzz | lockfile_fuzz | pins_fuzz) echo 65536 ;;
+    hub_json_fuzz | http_error_fuzz | metadata_fuzz | kernel_status_fuzz | policy_fuzz | lockfile_fuzz | pins_fuzz | layer_mapping_fuzz) echo 65536 ;;
     elf_symbols_fuzz) echo 16384 ;;
     bundle_import_fuzz) echo 262144 ;;
     sigstore_bundle_fuzz | http_head_fuzz) echo 32768 ;;

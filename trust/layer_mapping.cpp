@@ -19,11 +19,11 @@ constexpr util::TomlBounds kMappingToml{kMaxLayerMappingBytes, 65'536};
 constexpr std::size_t kMaxName = 128;
 constexpr int kMaxCapability = 10'000;
 
-constexpr std::array<std::string_view, 8> kDeviceTypes = {"cpu", "cuda", "mps",  "neuron",
+constexpr std::array<std::string_view, 8> kDeviceTypes = {"cpu", "cuda", "mps", "neuron",
                                                           "npu", "rocm", "tpu", "xpu"};
 constexpr std::array<std::string_view, 11> kEntryKeys = {
-    "name",  "device",  "capability", "mode",     "repo", "layer",
-    "version", "revision", "lockfile", "locked", "path"};
+    "name",    "device",   "capability", "mode",   "repo", "layer",
+    "version", "revision", "lockfile",   "locked", "path"};
 
 Unexpected invalid(std::string_view where, const std::string& why) {
   return fail(ErrorCode::invalid_argument, std::string(where) + ": " + why);
@@ -36,7 +36,8 @@ bool is_name_char(char c) {
 
 // A layer name as models carry it ("RMSNorm", "rotary_pos_emb", "MegaBlocksMoeMLP").
 bool is_layer_name(std::string_view text) {
-  return !text.empty() && text.size() <= kMaxName && std::all_of(text.begin(), text.end(), is_name_char);
+  return !text.empty() && text.size() <= kMaxName &&
+         std::all_of(text.begin(), text.end(), is_name_char);
 }
 
 // A Python attribute name: the class in the kernel's `layers` module.
@@ -57,15 +58,16 @@ Result<std::string> string_member(const nlohmann::json& entry, const char* key,
 Result<CapabilityRange> parse_capability(const nlohmann::json& value, const std::string& where) {
   if (!value.is_array() || value.size() != 2 || !value[0].is_number_integer() ||
       !value[1].is_number_integer()) {
-    return invalid(where, "`capability` must be [min, max], two integers of major*10+minor "
-                          "(e.g. [80, 90] for 8.0 to 9.0)");
+    return invalid(where,
+                   "`capability` must be [min, max], two integers of major*10+minor "
+                   "(e.g. [80, 90] for 8.0 to 9.0)");
   }
   const auto min = value[0].get<std::int64_t>();
   const auto max = value[1].get<std::int64_t>();
   if (min < 0 || max > kMaxCapability || min > max) {
-    return invalid(where, "`capability` [" + std::to_string(min) + ", " + std::to_string(max) +
-                              "] must satisfy 0 <= min <= max <= " +
-                              std::to_string(kMaxCapability));
+    return invalid(where,
+                   "`capability` [" + std::to_string(min) + ", " + std::to_string(max) +
+                       "] must satisfy 0 <= min <= max <= " + std::to_string(kMaxCapability));
   }
   return CapabilityRange{static_cast<int>(min), static_cast<int>(max)};
 }
@@ -80,19 +82,22 @@ Result<LayerSource> parse_source(const nlohmann::json& entry, const std::filesys
   LayerSource source;
   KH_TRY_ASSIGN(source.layer, string_member(entry, "layer", where));
   if (!is_python_identifier(source.layer)) {
-    return invalid(where, "`layer` must name a class of the kernel's `layers` module (a Python "
-                          "identifier), not '" + source.layer + "'");
+    return invalid(where,
+                   "`layer` must name a class of the kernel's `layers` module (a Python "
+                   "identifier), not '" +
+                       source.layer + "'");
   }
   const bool has_version = entry.contains("version");
   const bool has_revision = entry.contains("revision");
   const bool has_lockfile = entry.contains("lockfile");
   const bool has_locked = entry.contains("locked");
   const bool has_path = entry.contains("path");
-  const int forms = int(has_version) + int(has_revision) + int(has_lockfile) + int(has_locked) +
-                    int(has_path);
+  const int forms =
+      int(has_version) + int(has_revision) + int(has_lockfile) + int(has_locked) + int(has_path);
   if (forms != 1) {
-    return invalid(where, "give exactly one of `version`, `revision`, `lockfile`, `locked = "
-                          "true` (the lockfile in force) or `path` (a local build)");
+    return invalid(where,
+                   "give exactly one of `version`, `revision`, `lockfile`, `locked = "
+                   "true` (the lockfile in force) or `path` (a local build)");
   }
   if (has_path) {
     if (entry.contains("repo")) return invalid(where, "a local `path` takes no `repo`");
@@ -264,7 +269,8 @@ std::string LayerSource::describe() const {
   std::string out;
   switch (kind) {
     case Kind::hub:
-      out = repo->str() + (version ? " version " + std::to_string(*version) : " revision " + *revision);
+      out = repo->str() +
+            (version ? " version " + std::to_string(*version) : " revision " + *revision);
       break;
     case Kind::locked:
       out = repo->str() + " locked by " + (lockfile ? lockfile->string() : "the lockfile in force");

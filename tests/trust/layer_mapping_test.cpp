@@ -206,7 +206,8 @@ TEST_CASE("mapping files are bounded", "[layer_mapping]") {
   REQUIRE_FALSE(too_many);
   CHECK_THAT(too_many.error().message, Catch::Contains("more than 4096 entries"));
 
-  auto too_deep = parse_layer_mapping_json(std::string(64, '[') + std::string(64, ']'), "", "m.json");
+  auto too_deep =
+      parse_layer_mapping_json(std::string(64, '[') + std::string(64, ']'), "", "m.json");
   REQUIRE_FALSE(too_deep);
   CHECK_THAT(too_deep.error().message, Catch::Contains("nested deeper"));
 

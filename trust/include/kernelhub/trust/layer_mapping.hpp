@@ -7,10 +7,10 @@
 //   name = "RMSNorm"                   # the layer name a module carries
 //   device = "cuda"                    # cpu cuda rocm mps xpu npu neuron tpu
 //   capability = [80, 90]              # cuda/rocm only: min and max of major*10+minor
-//   mode = "inference"                 # fallback (default) | inference | training, "+torch_compile"
-//   repo = "kernels-community/layer-norm"
-//   layer = "LlamaRMSNorm"             # the class in the repo's `layers`
-//   version = 1                        # or revision = "..." | lockfile = "kernels.lock" | path = "/local/build"
+//   mode = "inference"                 # fallback (default) | inference | training,
+//   "+torch_compile" repo = "kernels-community/layer-norm" layer = "LlamaRMSNorm"             # the
+//   class in the repo's `layers` version = 1                        # or revision = "..." |
+//   lockfile = "kernels.lock" | path = "/local/build"
 //
 // A file is someone's configuration and may be shared: it is bounded (size, depth, count)
 // and every error names the entry and says what to change.
@@ -71,12 +71,12 @@ struct CapabilityRange {
 struct LayerSource {
   enum class Kind { hub, locked, local };
   Kind kind = Kind::hub;
-  std::optional<RepoId> repo;                    // hub, locked
-  std::optional<std::uint64_t> version;          // hub: exactly one of version and revision
-  std::optional<std::string> revision;           // hub
+  std::optional<RepoId> repo;                     // hub, locked
+  std::optional<std::uint64_t> version;           // hub: exactly one of version and revision
+  std::optional<std::string> revision;            // hub
   std::optional<std::filesystem::path> lockfile;  // locked; nullopt: the lockfile in force
-  std::filesystem::path path;                    // local
-  std::string layer;                             // the class in the kernel's `layers`
+  std::filesystem::path path;                     // local
+  std::string layer;                              // the class in the kernel's `layers`
 
   // "kernels-community/activation version 1, layer SiluAndMul", for messages and reports.
   std::string describe() const;
@@ -84,8 +84,8 @@ struct LayerSource {
 };
 
 struct LayerMappingEntry {
-  std::string name;    // the model's layer name
-  std::string device;  // a device type
+  std::string name;                           // the model's layer name
+  std::string device;                         // a device type
   std::optional<CapabilityRange> capability;  // cuda/rocm only
   LayerMode mode = LayerMode::fallback;
   LayerSource source;
