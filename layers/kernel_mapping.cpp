@@ -80,7 +80,8 @@ LayerRepository hub_layer(std::string_view repo, std::string_view layer, std::ui
 LayerRepository hub_layer_at(std::string_view repo, std::string_view layer,
                              std::string_view revision) {
   auto valid = trust::validate_revision(revision);
-  if (!valid) throw MappingError("layer repository " + std::string(repo) + ": " + valid.error().message);
+  if (!valid)
+    throw MappingError("layer repository " + std::string(repo) + ": " + valid.error().message);
   LayerRepository out;
   out.repo = repo_or_throw(repo);
   out.revision = *valid;
@@ -195,9 +196,9 @@ Selection KernelMapping::select(std::string_view layer_name, std::string_view de
   // unknown capability matches only intervals that cover every capability.
   const Slot* best = nullptr;
   for (const auto& slot : device->slots) {
-    const bool holds = !trust::has_capability(device->type) ||
-                       (capability ? slot.range.contains(*capability)
-                                   : slot.range == CapabilityRange{});
+    const bool holds =
+        !trust::has_capability(device->type) ||
+        (capability ? slot.range.contains(*capability) : slot.range == CapabilityRange{});
     if (holds && (best == nullptr || slot.range.width() < best->range.width())) best = &slot;
   }
   selection.outcome = Selection::Outcome::no_compatible_properties;

@@ -38,8 +38,9 @@ bool mapping_disabled() {
 std::string device_of(const torch::nn::Module& model) {
   const auto parameters = model.parameters();
   if (parameters.empty()) {
-    throw MappingError("Cannot determine the model's device (it has no parameters): give "
-                       "KernelizeOptions::device");
+    throw MappingError(
+        "Cannot determine the model's device (it has no parameters): give "
+        "KernelizeOptions::device");
   }
   return c10::DeviceTypeName(parameters.front().device().type(), /*lower_case=*/true);
 }
@@ -99,8 +100,8 @@ std::string no_mapping_message(const LayerBinding& binding, Selection::Outcome o
              (target.capability ? std::to_string(*target.capability) : std::string("unknown")) +
              ")";
     default:
-      return "No repository for `" + name + "` for configuration mode=" +
-             trust::to_string(target.mode);
+      return "No repository for `" + name +
+             "` for configuration mode=" + trust::to_string(target.mode);
   }
 }
 
@@ -109,8 +110,8 @@ void keep_own_forward(KernelizableLayer& layer, LayerBinding& binding, std::stri
   binding.fallback_reason = std::move(reason);
 }
 
-LayerBinding kernelize_layer(KernelizableLayer& layer, std::string path, const KernelMapping& mapping,
-                             const Target& target) {
+LayerBinding kernelize_layer(KernelizableLayer& layer, std::string path,
+                             const KernelMapping& mapping, const Target& target) {
   LayerBinding binding{.module = std::move(path), .layer_name = layer.kernel_layer_name()};
   if (target.disabled) {
     keep_own_forward(layer, binding, "disabled");
@@ -150,17 +151,19 @@ LayerBinding kernelize_layer(KernelizableLayer& layer, std::string path, const K
                        binding.layer_name + "` with mode `" + trust::to_string(registered) + "`");
   }
   if (trust::has_mode(registered, Mode::torch_compile) && !kernel->can_torch_compile()) {
-    throw LayerRefused(kernel->describe() + " does not support torch.compile. Was registered for `" +
+    throw LayerRefused(kernel->describe() +
+                       " does not support torch.compile. Was registered for `" +
                        binding.layer_name + "` with mode `" + trust::to_string(registered) + "`");
   }
   // kernels' _conditionally_replace_forward: a fallback registration may still not fit.
   const bool lacks_compile =
       trust::has_mode(target.mode, Mode::torch_compile) && !kernel->can_torch_compile();
-  const bool lacks_backward = trust::has_mode(target.mode, Mode::training) && !kernel->has_backward();
+  const bool lacks_backward =
+      trust::has_mode(target.mode, Mode::training) && !kernel->has_backward();
   if (lacks_compile || lacks_backward) {
     if (!allows(target.fallback, Fallback::no_compatible_mode)) {
-      throw MappingError("Available kernel " + kernel->describe() + " does not support mode: " +
-                         trust::to_string(target.mode));
+      throw MappingError("Available kernel " + kernel->describe() +
+                         " does not support mode: " + trust::to_string(target.mode));
     }
     keep_own_forward(layer, binding, "mode_unsupported");
     return binding;

@@ -5,9 +5,9 @@ namespace kernelhub::layers::detail {
 
 Result<void> NativeLayer::check_module(const KernelizableLayer& module) const {
   const auto missing = [&](const std::string& attribute) {
-    return fail(ErrorCode::incompatible_kernel,
-                describe() + " reads self." + attribute + ", which the module for layer " +
-                    module.kernel_layer_name() + " does not have");
+    return fail(ErrorCode::incompatible_kernel, describe() + " reads self." + attribute +
+                                                    ", which the module for layer " +
+                                                    module.kernel_layer_name() + " does not have");
   };
   for (const auto& name : traits_.tensor_attributes) {
     if (!module.tensor_attribute(name)) return missing(name);

@@ -79,8 +79,7 @@ at::Tensor RmsNormFunction::forward(torch::autograd::AutogradContext* context, c
 torch::autograd::variable_list RmsNormFunction::backward(
     torch::autograd::AutogradContext* context, torch::autograd::variable_list grad_outputs) {
   const auto saved = context->get_saved_variables();
-  const auto* layer =
-      reinterpret_cast<const RmsNormLayer*>(context->saved_data["layer"].toInt());
+  const auto* layer = reinterpret_cast<const RmsNormLayer*>(context->saved_data["layer"].toInt());
   auto grads = layer->run_backward({grad_outputs[0], saved[0], saved[1], saved[2], saved[3],
                                     context->saved_data["epsilon"].toDouble(),
                                     context->needs_input_grad(0), context->needs_input_grad(1)});
@@ -94,8 +93,8 @@ torch::autograd::variable_list RmsNormFunction::backward(
 class DropoutAddLayerNorm final : public NativeLayer {
  public:
   DropoutAddLayerNorm(const NativeKernel& kernel, CheckedOp op, bool rms)
-      : NativeLayer(kernel, {.tensor_attributes = {"weight"},
-                             .float_attributes = {"variance_epsilon"}}),
+      : NativeLayer(kernel,
+                    {.tensor_attributes = {"weight"}, .float_attributes = {"variance_epsilon"}}),
         op_(std::move(op)),
         rms_(rms) {}
 

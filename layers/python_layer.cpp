@@ -68,7 +68,8 @@ class PythonLayer final : public LayerKernel {
  private:
   // call_layer's leading arguments: the class, the training flag, the attributes.
   std::vector<c10::IValue> arguments(const KernelizableLayer& module) const {
-    std::vector<c10::IValue> args{kernel_.module_name(), layer_, module.training_mode(), int64_t{0}};
+    std::vector<c10::IValue> args{kernel_.module_name(), layer_, module.training_mode(),
+                                  int64_t{0}};
     int64_t count = 0;
     for (const auto& name : module.attribute_names()) {
       if (auto tensor = module.tensor_attribute(name)) {
@@ -90,8 +91,8 @@ class PythonLayer final : public LayerKernel {
     try {
       return support_.call("call_layer", args);
     } catch (const kpy::PythonError& error) {
-      TORCH_CHECK(false, description_, " raised ", error.type(), ": ", error.python_message(),
-                  " (", error.file(), ":", error.line(), ")");
+      TORCH_CHECK(false, description_, " raised ", error.type(), ": ", error.python_message(), " (",
+                  error.file(), ":", error.line(), ")");
     }
   }
 

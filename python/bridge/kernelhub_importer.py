@@ -194,3 +194,63 @@ def describe(exc):
         message += "".join("\n" + str(note) for note in notes)
     text = "".join(traceback.format_exception(kind, exc, exc.__traceback__))
     return qualified, message, file, line, function, text
+
+
+# Layer classes of kernels (`layers.<Name>`), run for kernelhub's kernelize on the attributes
+# of the C++ module they stand in for, as kernels binds a layer's forward to the module.
+
+_LAYER_CLASSES = {}
+_LAYER_EXTRA_MEMBERS = {"can_torch_compile", "has_backward"}
+
+
+def _layer_class(module_name, layer_name):
+    key = (module_name, layer_name)
+    cls = _LAYER_CLASSES.get(key)
+    if cls is None:
+        layers = getattr(sys.modules[module_name], "layers", None)
+        if layers is None:
+            raise ValueError(f"Kernel {module_name} does not define any layers.")
+        cls = getattr(layers, layer_name, None)
+        if cls is None:
+            raise ValueError(f"Layer `{layer_name}` not found in kernel {module_name}.")
+        _LAYER_CLASSES[key] = cls
+    return cls
+
+
+def layer_info(module_name, layer_name):
+    """(has_backward, can_torch_compile, [kind of each forward parameter after self]), after
+    kernels' checks of a layer class: an nn.Module without a constructor of its own and with
+    no members beyond nn.Module's but can_torch_compile and has_backward."""
+    import inspect
+
+    import torch.nn as nn
+
+    cls = _layer_class(module_name, layer_name)
+    if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+        raise TypeError(f"Layer `{layer_name}` of {module_name} is not a Torch layer.")
+    if cls.__init__ is not nn.Module.__init__:
+        raise TypeError(f"Layer `{layer_name}` of {module_name} must not override the nn.Module constructor.")
+    module_members = {name for name, _ in inspect.getmembers(nn.Module)}
+    extra = {name for name, _ in inspect.getmembers(cls)} - module_members
+    if not extra <= _LAYER_EXTRA_MEMBERS:
+        raise TypeError(
+            f"Layer `{layer_name}` of {module_name} must not contain members beyond nn.Module's: "
+            + ", ".join(sorted(extra - _LAYER_EXTRA_MEMBERS))
+        )
+    parameters = list(inspect.signature(cls.forward).parameters.values())[1:]
+    return (
+        bool(getattr(cls, "has_backward", True)),
+        bool(getattr(cls, "can_torch_compile", False)),
+        [p.kind.name for p in parameters],
+    )
+
+
+def call_layer(module_name, layer_name, training, count, *rest):
+    """cls.forward on a module holding the C++ module's `count` attributes (name, value pairs
+    first in `rest`), with the remaining values as arguments."""
+    cls = _layer_class(module_name, layer_name)
+    layer = cls()
+    layer.training = training
+    for i in range(count):
+        setattr(layer, rest[2 * i], rest[2 * i + 1])
+    return cls.forward(layer, *rest[2 * count :])

@@ -60,15 +60,18 @@ TEST_CASE("layers without a mapping keep their forward by default and report why
   CHECK_FALSE(report.layers[1].repository);
   CHECK(report.layers[2].fallback_reason == "no_device");
   CHECK(block.act->kernel() == nullptr);
-  CHECK_THAT(report.to_json(), Catch::Contains(R"("module":"gelu","layer_name":"GeLU","bound":false,"fallback_reason":"no_device")"));
+  CHECK_THAT(
+      report.to_json(),
+      Catch::Contains(
+          R"("module":"gelu","layer_name":"GeLU","bound":false,"fallback_reason":"no_device")"));
 }
 
 TEST_CASE("each fallback case raises when fallback does not allow it", "[kernelize]") {
   set_env("DISABLE_KERNEL_MAPPING", nullptr);
   kl::SiluAndMul act;
   kl::KernelMapping mapping;
-  const kl::KernelizeOptions strict{.mode = Mode::inference, .device = "cpu",
-                                    .fallback = kl::Fallback::none};
+  const kl::KernelizeOptions strict{
+      .mode = Mode::inference, .device = "cpu", .fallback = kl::Fallback::none};
   CHECK_THROWS_WITH(kl::kernelize(*act, mapping, strict),
                     Catch::Contains("No layer mapping for `SiluAndMul`"));
 
@@ -85,7 +88,7 @@ TEST_CASE("each fallback case raises when fallback does not allow it", "[kerneli
   cuda.capability = 90;
   CHECK_THROWS_WITH(kl::kernelize(*act, mapping, cuda),
                     Catch::Contains("No repository for `SiluAndMul` for configuration "
-                                   "mode=inference+torch_compile"));
+                                    "mode=inference+torch_compile"));
   CHECK_THROWS_AS(kl::kernelize(*act, mapping, cuda), kl::MappingError);
 
   // Allowing exactly that case keeps the module's forward.

@@ -69,7 +69,8 @@ TEST_CASE("the mode chain is kernels' _MODE_FALLBACK_PRIORITY", "[mapping]") {
       {Mode::inference | Mode::torch_compile,
        {Mode::inference | Mode::torch_compile, Mode::training | Mode::torch_compile,
         Mode::fallback}},
-      {Mode::training | Mode::torch_compile, {Mode::training | Mode::torch_compile, Mode::fallback}},
+      {Mode::training | Mode::torch_compile,
+       {Mode::training | Mode::torch_compile, Mode::fallback}},
   };
   for (const auto& c : cases) {
     for (std::size_t skip = 0; skip <= c.chain.size(); ++skip) {
@@ -184,9 +185,13 @@ version = 2
 TEST_CASE("the built-in mapping mirrors transformers' native entries", "[mapping]") {
   const auto mapping = kl::KernelMapping::builtin();
   const auto inference = Mode::inference;
-  for (const auto& [name, layer] : std::vector<std::pair<std::string, std::string>>{
-           {"SiLU", "Silu"}, {"GeLU", "Gelu"}, {"GeluTanh", "GeluTanh"}, {"FastGELU", "FastGELU"},
-           {"NewGELU", "NewGELU"}, {"QuickGELU", "QuickGELU"}}) {
+  for (const auto& [name, layer] :
+       std::vector<std::pair<std::string, std::string>>{{"SiLU", "Silu"},
+                                                        {"GeLU", "Gelu"},
+                                                        {"GeluTanh", "GeluTanh"},
+                                                        {"FastGELU", "FastGELU"},
+                                                        {"NewGELU", "NewGELU"},
+                                                        {"QuickGELU", "QuickGELU"}}) {
     const auto selection = mapping.select(name, "cuda", 90, inference);
     REQUIRE(selection.outcome == Outcome::found);
     CHECK(selection.repository->describe() ==
@@ -197,7 +202,8 @@ TEST_CASE("the built-in mapping mirrors transformers' native entries", "[mapping
   }
   CHECK(chosen(mapping, "RMSNorm", "xpu", std::nullopt, inference) == "kernels-community/rmsnorm");
   CHECK(chosen(mapping, "RMSNorm", "cuda", 90, inference) == "no_device");  // liger: Python only
-  CHECK(chosen(mapping, "rotary_pos_emb", "cuda", 90, Mode::training) == "kernels-community/rotary");
+  CHECK(chosen(mapping, "rotary_pos_emb", "cuda", 90, Mode::training) ==
+        "kernels-community/rotary");
   CHECK(chosen(mapping, "rotary_pos_emb", "xpu", std::nullopt, Mode::training) ==
         "no_compatible_mode");
 }

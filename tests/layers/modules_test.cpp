@@ -34,8 +34,7 @@ TEST_CASE("RMSNorm computes LlamaRMSNorm in float32 and returns the input dtype"
   kl::RMSNorm norm(kl::RMSNormOptions(64).eps(1e-5));
   norm->weight.data().copy_(at::randn({64}));
   const at::Tensor x = at::randn({2, 5, 64});
-  const at::Tensor expected =
-      norm->weight * (x / (x.pow(2).mean(-1, true) + 1e-5).sqrt());
+  const at::Tensor expected = norm->weight * (x / (x.pow(2).mean(-1, true) + 1e-5).sqrt());
   CHECK(close(norm(x), expected, 1e-5));
 
   const at::Tensor half = x.to(at::kBFloat16);
@@ -82,7 +81,8 @@ TEST_CASE("the activations match transformers' formulas", "[layers]") {
   CHECK(close(kl::Silu()(x), x * at::sigmoid(x)));
   CHECK(close(kl::Gelu()(x), gelu_exact(x)));
   CHECK(close(kl::GeluTanh()(x), gelu_tanh(x), 1e-5));
-  CHECK(close(kl::FastGELU()(x), 0.5 * x * (1.0 + at::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))));
+  CHECK(close(kl::FastGELU()(x),
+              0.5 * x * (1.0 + at::tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))));
   CHECK(close(kl::NewGELU()(x), gelu_tanh(x), 1e-5));
   CHECK(close(kl::QuickGELU()(x), x * at::sigmoid(1.702 * x)));
 }

@@ -3,8 +3,9 @@
 //
 //   namespace kl = kernelhub::layers;
 //   auto mapping = kl::KernelMapping::from_file("layers.toml");     // or built in code:
-//   mapping.add("SiluAndMul", {"cpu"}, kl::hub_layer("kernels-community/activation", "SiluAndMul", 1));
-//   kl::KernelizeReport report = kl::kernelize(*model, mapping, {.mode = kl::Mode::inference});
+//   mapping.add("SiluAndMul", {"cpu"}, kl::hub_layer("kernels-community/activation", "SiluAndMul",
+//   1)); kl::KernelizeReport report = kl::kernelize(*model, mapping, {.mode =
+//   kl::Mode::inference});
 //
 // Per module: the mapping's entry for its layer name, then for the device type (given, or
 // that of the model's first parameter), then for cuda/rocm the smallest capability interval
@@ -139,7 +140,7 @@ enum class Fallback : unsigned {
   no_device = 2,
   no_compatible_properties = 4,
   no_compatible_mode = 8,
-  cannot_load = 16,        // a kernel that cannot be fetched or loaded (never a refusal)
+  cannot_load = 16,  // a kernel that cannot be fetched or loaded (never a refusal)
   default_cases = 1 | 2 | 4 | 8,
   all = 1 | 2 | 4 | 8 | 16,
 };

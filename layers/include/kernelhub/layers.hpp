@@ -201,8 +201,7 @@ class ApplyRotaryImpl : public torch::nn::Cloneable<ApplyRotaryImpl>, public Ker
   std::tuple<at::Tensor, at::Tensor> forward(const at::Tensor& q, const at::Tensor& k,
                                              const at::Tensor& cos, const at::Tensor& sin,
                                              int64_t unsqueeze_dim = 1);
-  static std::tuple<at::Tensor, at::Tensor> aten_forward(const at::Tensor& q,
-                                                         const at::Tensor& k,
+  static std::tuple<at::Tensor, at::Tensor> aten_forward(const at::Tensor& q, const at::Tensor& k,
                                                          const at::Tensor& cos,
                                                          const at::Tensor& sin,
                                                          int64_t unsqueeze_dim);

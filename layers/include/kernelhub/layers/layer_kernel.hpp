@@ -26,7 +26,8 @@ class LayerKernel {
   // do) and can_torch_compile.
   virtual bool has_backward() const = 0;
   virtual bool can_torch_compile() const = 0;
-  // "kernels-community/activation@<commit> (torch215-cxx11-cpu-x86_64-linux) layers.SiluAndMul, native"
+  // "kernels-community/activation@<commit> (torch215-cxx11-cpu-x86_64-linux) layers.SiluAndMul,
+  // native"
   virtual const std::string& describe() const = 0;
 
   // Refuses a module this layer cannot serve: an attribute its forward reads is missing.
