@@ -21,8 +21,10 @@ struct DownloadArgs {
 
 int run_download(const DownloadArgs& args) {
   if (args.fetch.lockfile) return fetch_locked(args.fetch, /*prefetch=*/false);
+  if (args.fetch.mapping) return fetch_mapped(args.fetch, /*prefetch=*/false);
   if (args.repo.empty()) {
-    return report(Error{ErrorCode::invalid_argument, "name a kernel ORG/NAME, or --lockfile"});
+    return report(
+        Error{ErrorCode::invalid_argument, "name a kernel ORG/NAME, or --lockfile, or --mapping"});
   }
   auto request = make_request(args.fetch, args.repo);
   if (!request) return report(request.error());

@@ -6,7 +6,9 @@
 
 #include "exit_codes.hpp"
 #include "kernelhub/cli/progress_bar.hpp"
+#include "kernelhub/util/environment.hpp"
 #include "kernelhub/util/printable.hpp"
+#include "mapping_kernels.hpp"
 
 namespace kernelhub::cli {
 
@@ -17,6 +19,9 @@ void add_fetch_options(CLI::App& cmd, FetchArgs& args, CLI::Option* repos) {
   auto* revision = cmd.add_option("--revision", args.revision, "Branch, tag or commit sha");
   version->excludes(revision);
   lockfile->excludes(version)->excludes(revision)->excludes(repos);
+  auto* mapping = cmd.add_option("--mapping", args.mapping,
+                                 "Every kernel a layer mapping file (TOML or JSON) names");
+  mapping->excludes(version)->excludes(revision)->excludes(repos)->excludes(lockfile);
   auto* variant =
       cmd.add_option("--variant", args.variant, "Exact build variant (folder under build/)");
   auto* all = cmd.add_flag("--all-variants", args.all_variants, "Fetch every build variant");
@@ -71,6 +76,31 @@ int fetch_locked(const FetchArgs& args, bool prefetch) {
     auto request = make_locked_request(args, entry);
     if (!request) return report(request.error());
     requests.push_back(std::move(*request));
+  }
+  return fetch_each(args, requests, prefetch);
+}
+
+int fetch_mapped(const FetchArgs& args, bool prefetch) {
+  auto mapped = read_mapping_kernels(*args.mapping, util::Environment::from_process());
+  if (!mapped) return report(mapped.error());
+  std::vector<fetch::Request> requests;
+  for (const auto& kernel : mapped->kernels) {
+    auto request = kernel.locked ? make_locked_request(args, *kernel.locked)
+                                 : Result<fetch::Request>(fetch::Request(kernel.repo, *kernel.ref));
+    if (request && !kernel.locked) {
+      if (auto applied = apply_variant_options(args, *request); !applied) {
+        return report(applied.error());
+      }
+    }
+    if (!request) return report(request.error());
+    requests.push_back(std::move(*request));
+  }
+  if (mapped->local > 0) {
+    std::cerr << "kernelhub: " << mapped->local
+              << " local build(s) in the mapping need nothing from the Hub\n";
+  }
+  if (requests.empty()) {
+    return report(Error{ErrorCode::invalid_argument, *args.mapping + " maps no hub kernel"});
   }
   return fetch_each(args, requests, prefetch);
 }

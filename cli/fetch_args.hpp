@@ -22,6 +22,7 @@ namespace kernelhub::cli {
 
 struct FetchArgs {
   std::optional<std::string> lockfile;  // every entry at its locked commit
+  std::optional<std::string> mapping;   // every kernel a layer mapping file names
   std::optional<int> version;
   std::optional<std::string> revision;
   std::optional<std::string> variant;
@@ -32,9 +33,9 @@ struct FetchArgs {
   ClientArgs client;
 };
 
-// --lockfile/--version/--revision/--variant/--all-variants/--torch-version/--backend/--json
-// plus the client options. `repos` is the command's positional argument, which --lockfile
-// replaces.
+// --lockfile/--mapping/--version/--revision/--variant/--all-variants/--torch-version/
+// --backend/--json plus the client options. `repos` is the command's positional argument,
+// which --lockfile and --mapping replace.
 void add_fetch_options(CLI::App& cmd, FetchArgs& args, CLI::Option* repos);
 
 Result<fetch::Request> make_request(const FetchArgs& args, const std::string& repo);
@@ -46,6 +47,10 @@ Result<fetch::Request> make_locked_request(const FetchArgs& args, const trust::L
 
 // Every entry of --lockfile, through fetch_each.
 int fetch_locked(const FetchArgs& args, bool prefetch);
+
+// Every kernel of --mapping: hub entries at their version or revision, locked entries at
+// their locked commit, through fetch_each.
+int fetch_mapped(const FetchArgs& args, bool prefetch);
 
 // Fetches (or prefetches) each request in turn through one client, printing paths or one
 // JSON array; every request is tried, the exit code is the first failure's.

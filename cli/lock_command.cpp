@@ -1,7 +1,8 @@
-// `kernelhub lock [PROJECT_DIR] [--format kernels|legacy] [-o FILE]`: resolves the
-// project's [tool.kernels.dependencies] (pyproject.toml, else kernelhub.toml) and their
-// transitive kernel dependencies to commits and writes kernels.lock, byte for byte what
-// `kernels lock` writes. Asks the Hub directly (the daemon caches files, not locks).
+// `kernelhub lock [PROJECT_DIR | --mapping FILE] [--format kernels|legacy] [-o FILE]`:
+// resolves the project's [tool.kernels.dependencies] (pyproject.toml, else kernelhub.toml),
+// or the kernels a layer mapping file names, and their transitive kernel dependencies to
+// commits and writes kernels.lock, byte for byte what `kernels lock` writes. Asks the Hub directly
+// (the daemon caches files, not locks).
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "kernelhub/hub/http.hpp"
 #include "kernelhub/hub/hub_config.hpp"
 #include "kernelhub/hub/locker.hpp"
+#include "kernelhub/trust/layer_mapping.hpp"
 #include "kernelhub/trust/lockfile.hpp"
 #include "kernelhub/trust/policy.hpp"
 #include "kernelhub/trust/project_manifest.hpp"
@@ -26,13 +28,31 @@ namespace {
 
 struct LockArgs {
   std::string project_dir = ".";
+  std::optional<std::string> mapping;
   trust::LockFormat format = trust::LockFormat::kernels;
   std::optional<std::string> output;
   std::optional<std::string> policy;
 };
 
+// The kernels to lock: the project's dependencies, or a mapping file's hub entries (its
+// locked entries are locked already, its local builds need no lock).
+Result<std::vector<trust::KernelDependency>> dependencies_of(const LockArgs& args) {
+  if (!args.mapping) return trust::read_project_dependencies(args.project_dir);
+  KH_TRY_ASSIGN(const auto mapping, trust::read_layer_mapping(*args.mapping));
+  auto mapped = trust::mapped_kernels(mapping);
+  if (mapped.hub.empty()) {
+    return fail(ErrorCode::invalid_argument,
+                *args.mapping + " maps no kernel at a version or revision: nothing to lock");
+  }
+  if (!mapped.locked.empty()) {
+    std::cerr << "kernelhub: " << mapped.locked.size()
+              << " locked kernel(s) of the mapping keep the commits their lockfile pins\n";
+  }
+  return std::move(mapped.hub);
+}
+
 int run_lock(const LockArgs& args) {
-  auto dependencies = trust::read_project_dependencies(args.project_dir);
+  auto dependencies = dependencies_of(args);
   if (!dependencies) return report(dependencies.error());
   const auto env = util::Environment::from_process();
   auto policy = load_admin_policy(args.policy, env);
@@ -49,9 +69,11 @@ int run_lock(const LockArgs& args) {
   auto text = trust::write_lockfile(*lock, args.format);
   if (!text) return report(text.error());
 
+  const std::filesystem::path beside = args.mapping
+                                           ? std::filesystem::path(*args.mapping).parent_path()
+                                           : std::filesystem::path(args.project_dir);
   const std::filesystem::path out = std::filesystem::absolute(
-      args.output ? std::filesystem::path(*args.output)
-                  : std::filesystem::path(args.project_dir) / "kernels.lock");
+      args.output ? std::filesystem::path(*args.output) : beside / "kernels.lock");
   if (auto written = util::write_file_atomic(out, *text, 0644); !written) {
     return report(written.error());
   }
@@ -67,9 +89,14 @@ void register_lock(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand(
       "lock", "Pin a project's kernels (and what they depend on) to commits in kernels.lock");
   cmd->footer(kExitCodes);
-  cmd->add_option("project_dir", args->project_dir,
-                  "Project with pyproject.toml or kernelhub.toml [tool.kernels.dependencies]")
-      ->capture_default_str();
+  auto* project =
+      cmd->add_option("project_dir", args->project_dir,
+                      "Project with pyproject.toml or kernelhub.toml [tool.kernels.dependencies]")
+          ->capture_default_str();
+  cmd->add_option("--mapping", args->mapping,
+                  "Lock the kernels a layer mapping file names instead (default output: "
+                  "kernels.lock beside it)")
+      ->excludes(project);
   const std::map<std::string, trust::LockFormat> formats = {{"kernels", trust::LockFormat::kernels},
                                                             {"legacy", trust::LockFormat::legacy}};
   cmd->add_option("--format", args->format,

@@ -55,7 +55,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the problem; a usage error exits 2 like every other (docs/cli.md, Exit
+    // codes), not with CLI11's own 105-115. --help and --version stay 0.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     return action ? action() : 2;

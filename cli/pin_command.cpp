@@ -2,6 +2,7 @@
 // daemon's cache when one runs; there, who may pin follows the import rule).
 //   kernelhub pin ORG/NAME (--revision R | --version N) [--variant V]...
 //   kernelhub pin --lockfile kernels.lock      (every locked commit, its locked variants)
+//   kernelhub pin --mapping layers.toml        (every kernel a layer mapping names)
 //   kernelhub pin --list [--json]
 //   kernelhub unpin ORG/NAME [--revision R | --version N]   /   unpin --lockfile kernels.lock
 #include <CLI/CLI.hpp>
@@ -16,8 +17,10 @@
 #include "exit_codes.hpp"
 #include "kernelhub/cli/format_units.hpp"
 #include "kernelhub/trust/lockfile.hpp"
+#include "kernelhub/util/environment.hpp"
 #include "kernelhub/util/printable.hpp"
 #include "kernelhub/util/strings.hpp"
+#include "mapping_kernels.hpp"
 
 namespace kernelhub::cli {
 namespace {
@@ -29,6 +32,7 @@ struct PinArgs {
   std::optional<int> version;
   std::vector<std::string> variants;
   std::optional<std::string> lockfile;
+  std::optional<std::string> mapping;
   bool list = false;
   bool json = false;
 };
@@ -58,8 +62,31 @@ Result<std::vector<Target>> targets(const PinArgs& args, bool pinning) {
     }
     return out;
   }
+  if (args.mapping) {
+    if (args.repo || args.revision || args.version || !args.variants.empty() || args.lockfile)
+      return fail(ErrorCode::invalid_argument,
+                  "--mapping names the kernels itself: no ORG/NAME, --revision, --version, "
+                  "--variant or --lockfile with it");
+    KH_TRY_ASSIGN(const auto mapped,
+                  read_mapping_kernels(*args.mapping, util::Environment::from_process()));
+    const std::string source =
+        "mapping " + std::filesystem::absolute(*args.mapping).lexically_normal().string();
+    for (const auto& kernel : mapped.kernels) {
+      Target t{kernel.repo, std::nullopt, {}, source};
+      if (kernel.locked) {
+        t.revision = kernel.locked->commit;
+        for (const auto& [variant, hash] : kernel.locked->variant_hashes)
+          t.variants.push_back(variant);
+      } else {
+        t.revision = kernel.ref->ref_name();
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
   if (!args.repo)
-    return fail(ErrorCode::invalid_argument, "name a repo ORG/NAME, or --lockfile, or --list");
+    return fail(ErrorCode::invalid_argument,
+                "name a repo ORG/NAME, or --lockfile, or --mapping, or --list");
   KH_TRY_ASSIGN(auto repo, trust::RepoId::parse(*args.repo));
   if (args.revision && args.version)
     return fail(ErrorCode::invalid_argument, "--revision and --version exclude each other");
@@ -134,6 +161,9 @@ void add_target_options(CLI::App& cmd, PinArgs& args) {
   cmd.add_option("--revision", args.revision, "A commit (40 hex) or a ref the cache holds");
   cmd.add_option("--version", args.version, "The version branch vN the cache holds");
   cmd.add_option("--lockfile", args.lockfile, "Every kernel a kernels.lock names, at its commit");
+  cmd.add_option("--mapping", args.mapping,
+                 "Every kernel a layer mapping file names (hub entries at their version or "
+                 "revision, locked ones at their commit)");
   add_client_options(cmd, args.client, /*with_policy=*/true);
   cmd.add_flag("--json", args.json, "Machine-readable output: the pins after the change");
 }

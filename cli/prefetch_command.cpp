@@ -1,5 +1,6 @@
-// `kernelhub prefetch (ORG/NAME ... (--version N | --revision REV) | --lockfile FILE)`: warms the
-// cache (the daemon's when one runs) for several kernels; no descriptors are handed out.
+// `kernelhub prefetch (ORG/NAME ... (--version N | --revision REV) | --lockfile FILE |
+// --mapping FILE)`: warms the cache (the daemon's when one runs) for several kernels; no
+// descriptors are handed out.
 #include <CLI/CLI.hpp>
 
 #include <memory>
@@ -18,8 +19,10 @@ struct PrefetchArgs {
 
 int run_prefetch(const PrefetchArgs& args) {
   if (args.fetch.lockfile) return fetch_locked(args.fetch, /*prefetch=*/true);
+  if (args.fetch.mapping) return fetch_mapped(args.fetch, /*prefetch=*/true);
   if (args.repos.empty()) {
-    return report(Error{ErrorCode::invalid_argument, "name kernels to prefetch, or --lockfile"});
+    return report(Error{ErrorCode::invalid_argument,
+                        "name kernels to prefetch, or --lockfile, or --mapping"});
   }
   std::vector<fetch::Request> requests;
   for (const auto& repo : args.repos) {

@@ -282,6 +282,39 @@ std::string LayerSource::describe() const {
   return out + ", layer " + layer;
 }
 
+MappedKernels mapped_kernels(const LayerMapping& mapping) {
+  MappedKernels out;
+  for (const auto& entry : mapping.entries) {
+    const auto& source = entry.source;
+    switch (source.kind) {
+      case LayerSource::Kind::hub: {
+        KernelDependency dependency{*source.repo, std::uint64_t{0}};
+        if (source.version) {
+          dependency.pin = *source.version;
+        } else {
+          dependency.pin = *source.revision;
+        }
+        if (std::find(out.hub.begin(), out.hub.end(), dependency) == out.hub.end()) {
+          out.hub.push_back(std::move(dependency));
+        }
+        break;
+      }
+      case LayerSource::Kind::locked: {
+        std::pair<RepoId, std::optional<std::filesystem::path>> locked{*source.repo,
+                                                                       source.lockfile};
+        if (std::find(out.locked.begin(), out.locked.end(), locked) == out.locked.end()) {
+          out.locked.push_back(std::move(locked));
+        }
+        break;
+      }
+      case LayerSource::Kind::local:
+        ++out.local;
+        break;
+    }
+  }
+  return out;
+}
+
 Result<LayerMapping> parse_layer_mapping_json(std::string_view text,
                                               const std::filesystem::path& base_dir,
                                               std::string_view where) {

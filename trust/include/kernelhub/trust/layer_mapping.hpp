@@ -22,8 +22,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "kernelhub/trust/kernel_dependency.hpp"
 #include "kernelhub/trust/repo_id.hpp"
 #include "kernelhub/util/result.hpp"
 
@@ -94,6 +96,17 @@ struct LayerMappingEntry {
 struct LayerMapping {
   std::vector<LayerMappingEntry> entries;  // in file order
 };
+
+// What a mapping needs from the Hub, once per kernel, in file order: its hub entries as
+// dependencies (a repo at a version or revision) and its locked entries (a repo and the
+// lockfile that pins it; nullopt: the lockfile in force). Local builds need nothing.
+// `kernelhub lock`, `prefetch` and `pin` take them with --mapping.
+struct MappedKernels {
+  std::vector<KernelDependency> hub;
+  std::vector<std::pair<RepoId, std::optional<std::filesystem::path>>> locked;
+  std::size_t local = 0;
+};
+MappedKernels mapped_kernels(const LayerMapping& mapping);
 
 // Parses a mapping document. Relative `lockfile` and `path` values are taken relative to
 // `base_dir` (the file's folder). `where` prefixes every message (the file's path).
