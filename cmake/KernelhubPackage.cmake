@@ -1,5 +1,6 @@
-# libkernelhub: the installable library apps link (the loader and the attention dispatcher,
-# with the client, fetch pipeline and cache they use), and the CMake package that finds it:
+# libkernelhub: the installable library apps link (the loader, the attention dispatcher and
+# the layer modules with kernelize, with the client, fetch pipeline and cache they use), and
+# the CMake package that finds it:
 #
 #   find_package(kernelhub CONFIG REQUIRED)
 #   target_link_libraries(app PRIVATE kernelhub::kernelhub)   # #include <kernelhub/attention.hpp>
@@ -27,6 +28,12 @@ target_link_libraries(kernelhub_shared
 # beside the library (its install() is in python/CMakeLists.txt) and found there at run time.
 target_sources(kernelhub_shared PRIVATE $<TARGET_OBJECTS:kh_python>)
 install(FILES ${PROJECT_SOURCE_DIR}/python/include/kernelhub/python_kernel.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kernelhub COMPONENT dev)
+# Layer modules and kernelize (<kernelhub/layers.hpp>, <kernelhub/kernelize.hpp>): all of
+# kh_layers, as its objects like kh_python's.
+target_sources(kernelhub_shared PRIVATE $<TARGET_OBJECTS:kh_layers>)
+install(FILES ${PROJECT_SOURCE_DIR}/layers/include/kernelhub/layers.hpp
+              ${PROJECT_SOURCE_DIR}/layers/include/kernelhub/kernelize.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kernelhub COMPONENT dev)
 # Context parallelism (<kernelhub/context_parallel.hpp>, built wherever this package is): all
 # of it too. Its c10d symbols are in libtorch_cpu, so apps link nothing more (NCCL:

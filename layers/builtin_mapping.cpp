@@ -9,7 +9,7 @@
 namespace kernelhub::layers {
 
 KernelMapping KernelMapping::builtin() {
-  using enum trust::LayerMode;
+  using enum Mode;
   constexpr std::string_view activation = "kernels-community/activation";
   constexpr std::array<std::pair<std::string_view, std::string_view>, 6> activations = {{
       {"SiLU", "Silu"},

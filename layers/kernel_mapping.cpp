@@ -4,14 +4,24 @@
 #include <array>
 
 #include "kernelhub/kernelize.hpp"
+#include "kernelhub/trust/layer_mapping.hpp"
 #include "kernelhub/trust/revision.hpp"
 
 namespace kernelhub::layers {
 namespace {
 
+static_assert(static_cast<unsigned>(Mode::training) ==
+              static_cast<unsigned>(trust::LayerMode::training));
+static_assert(static_cast<unsigned>(Mode::inference) ==
+              static_cast<unsigned>(trust::LayerMode::inference));
+static_assert(static_cast<unsigned>(Mode::torch_compile) ==
+              static_cast<unsigned>(trust::LayerMode::torch_compile));
+
+trust::LayerMode to_trust(Mode mode) { return static_cast<trust::LayerMode>(mode); }
+
 // kernels' _MODE_FALLBACK_PRIORITY: the modes tried, in order, for a requested mode.
 std::vector<Mode> mode_chain(Mode mode) {
-  using enum trust::LayerMode;
+  using enum Mode;
   if (mode == inference) {
     return {inference, inference | torch_compile, training, training | torch_compile, fallback};
   }
@@ -20,14 +30,26 @@ std::vector<Mode> mode_chain(Mode mode) {
     return {inference | torch_compile, training | torch_compile, fallback};
   }
   if (mode == (training | torch_compile)) return {training | torch_compile, fallback};
-  throw MappingError("unsupported kernelize mode " + trust::to_string(mode) +
+  throw MappingError("unsupported kernelize mode " + to_string(mode) +
                      ": use inference or training, optionally with torch_compile");
 }
 
-trust::RepoId repo_or_throw(std::string_view repo) {
+std::string repo_or_throw(std::string_view repo) {
   auto parsed = trust::RepoId::parse(repo);
   if (!parsed) throw MappingError("layer repository: " + parsed.error().message);
-  return *parsed;
+  return parsed->str();
+}
+
+LayerRepository from_source(const trust::LayerSource& source) {
+  LayerRepository out;
+  out.kind = static_cast<LayerRepository::Kind>(source.kind);
+  if (source.repo) out.repo = source.repo->str();
+  out.version = source.version;
+  out.revision = source.revision;
+  out.lockfile = source.lockfile;
+  out.path = source.path;
+  out.layer = source.layer;
+  return out;
 }
 
 void check_device(const Device& device) {
@@ -45,13 +67,29 @@ void check_device(const Device& device) {
 }
 
 void check_mode(Mode mode) {
-  const auto text = trust::to_string(mode);
+  const auto text = to_string(mode);
   if (!trust::parse_layer_mode(text)) {
     throw MappingError("a mapping cannot register mode " + text);
   }
 }
 
 }  // namespace
+
+std::string to_string(Mode mode) { return trust::to_string(to_trust(mode)); }
+
+std::string LayerRepository::describe() const {
+  switch (kind) {
+    case Kind::hub:
+      return repo + (version ? " version " + std::to_string(*version) : " revision " + *revision) +
+             ", layer " + layer;
+    case Kind::locked:
+      return repo + " locked by " + (lockfile ? lockfile->string() : "the lockfile in force") +
+             ", layer " + layer;
+    case Kind::local:
+      return "local build " + path.string() + ", layer " + layer;
+  }
+  return layer;
+}
 
 std::string_view to_string(Selection::Outcome outcome) {
   switch (outcome) {
@@ -152,32 +190,31 @@ KernelMapping& KernelMapping::merge(const KernelMapping& other) {
   return *this;
 }
 
-KernelMapping KernelMapping::from_document(const trust::LayerMapping& document) {
-  // Entries for the same layer, device and interval form one set of repositories by mode,
-  // as one {Mode: repo} dict does in Python.
-  KernelMapping mapping;
-  std::vector<bool> taken(document.entries.size(), false);
-  for (std::size_t i = 0; i < document.entries.size(); ++i) {
-    if (taken[i]) continue;
-    const auto& first = document.entries[i];
-    ModeRepositories repositories;
-    for (std::size_t j = i; j < document.entries.size(); ++j) {
-      const auto& entry = document.entries[j];
-      if (entry.name == first.name && entry.device == first.device &&
-          entry.capability == first.capability) {
-        repositories.emplace_back(entry.mode, entry.source);
-        taken[j] = true;
-      }
-    }
-    mapping.add(first.name, {first.device, first.capability}, std::move(repositories));
-  }
-  return mapping;
-}
-
 KernelMapping KernelMapping::from_file(const std::filesystem::path& path) {
   auto document = trust::read_layer_mapping(path);
   if (!document) throw MappingError(document.error().message);
-  return from_document(*document);
+  // Entries for the same layer, device and interval form one set of repositories by mode,
+  // as one {Mode: repo} dict does in Python.
+  KernelMapping mapping;
+  const auto& entries = document->entries;
+  std::vector<bool> taken(entries.size(), false);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (taken[i]) continue;
+    const auto& first = entries[i];
+    ModeRepositories repositories;
+    for (std::size_t j = i; j < entries.size(); ++j) {
+      const auto& entry = entries[j];
+      if (entry.name == first.name && entry.device == first.device &&
+          entry.capability == first.capability) {
+        repositories.emplace_back(static_cast<Mode>(entry.mode), from_source(entry.source));
+        taken[j] = true;
+      }
+    }
+    std::optional<CapabilityRange> range;
+    if (first.capability) range = CapabilityRange{first.capability->min, first.capability->max};
+    mapping.add(first.name, {first.device, range}, std::move(repositories));
+  }
+  return mapping;
 }
 
 Selection KernelMapping::select(std::string_view layer_name, std::string_view device_type,

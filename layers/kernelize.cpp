@@ -9,6 +9,7 @@
 #include "kernelhub/layers/layer_kernel.hpp"
 #include "kernelhub/loader/kernel_loader.hpp"
 #include "kernelhub/provider/process_environment.hpp"
+#include "kernelhub/trust/layer_mapping.hpp"
 #include "layer_loading.hpp"
 
 namespace kernelhub::layers {
@@ -46,16 +47,15 @@ std::string device_of(const torch::nn::Module& model) {
 }
 
 Target target_of(const torch::nn::Module& model, const KernelizeOptions& options) {
-  const std::string mode_text = trust::to_string(options.mode);
+  const std::string mode_text = to_string(options.mode);
   if (options.mode == Mode::fallback) {
     throw MappingError("Mode::fallback can only be used to register kernel mappings");
   }
-  if (!trust::has_mode(options.mode, Mode::inference) &&
-      !trust::has_mode(options.mode, Mode::training)) {
+  if (!has_mode(options.mode, Mode::inference) && !has_mode(options.mode, Mode::training)) {
     throw MappingError("kernelize mode must contain Mode::inference or Mode::training");
   }
-  if (auto valid = trust::parse_layer_mode(mode_text); !valid) {
-    throw MappingError("kernelize mode " + mode_text + ": " + valid.error().message);
+  if (auto valid = trust::parse_layer_mode(mode_text); !valid || mode_text == "none") {
+    throw MappingError("kernelize mode " + mode_text + " is not one of kernels' modes");
   }
   Target target{options.mode, options.device.value_or(""), options.capability, options.fallback,
                 mapping_disabled()};
@@ -100,8 +100,7 @@ std::string no_mapping_message(const LayerBinding& binding, Selection::Outcome o
              (target.capability ? std::to_string(*target.capability) : std::string("unknown")) +
              ")";
     default:
-      return "No repository for `" + name +
-             "` for configuration mode=" + trust::to_string(target.mode);
+      return "No repository for `" + name + "` for configuration mode=" + to_string(target.mode);
   }
 }
 
@@ -146,24 +145,23 @@ LayerBinding kernelize_layer(KernelizableLayer& layer, std::string path,
   if (auto fits = kernel->check_module(layer); !fits) throw LayerRefused(fits.error().message);
   // kernels' _validate_layer_has_mode: a repository registered for a mode must support it.
   const Mode registered = selection.repository_mode;
-  if (trust::has_mode(registered, Mode::training) && !kernel->has_backward()) {
+  if (has_mode(registered, Mode::training) && !kernel->has_backward()) {
     throw LayerRefused(kernel->describe() + " does not support backward. Was registered for `" +
-                       binding.layer_name + "` with mode `" + trust::to_string(registered) + "`");
+                       binding.layer_name + "` with mode `" + to_string(registered) + "`");
   }
-  if (trust::has_mode(registered, Mode::torch_compile) && !kernel->can_torch_compile()) {
+  if (has_mode(registered, Mode::torch_compile) && !kernel->can_torch_compile()) {
     throw LayerRefused(kernel->describe() +
                        " does not support torch.compile. Was registered for `" +
-                       binding.layer_name + "` with mode `" + trust::to_string(registered) + "`");
+                       binding.layer_name + "` with mode `" + to_string(registered) + "`");
   }
   // kernels' _conditionally_replace_forward: a fallback registration may still not fit.
   const bool lacks_compile =
-      trust::has_mode(target.mode, Mode::torch_compile) && !kernel->can_torch_compile();
-  const bool lacks_backward =
-      trust::has_mode(target.mode, Mode::training) && !kernel->has_backward();
+      has_mode(target.mode, Mode::torch_compile) && !kernel->can_torch_compile();
+  const bool lacks_backward = has_mode(target.mode, Mode::training) && !kernel->has_backward();
   if (lacks_compile || lacks_backward) {
     if (!allows(target.fallback, Fallback::no_compatible_mode)) {
       throw MappingError("Available kernel " + kernel->describe() +
-                         " does not support mode: " + trust::to_string(target.mode));
+                         " does not support mode: " + to_string(target.mode));
     }
     keep_own_forward(layer, binding, "mode_unsupported");
     return binding;
@@ -191,7 +189,7 @@ std::string KernelizeReport::to_json() const {
                                     {"fallback_reason", layer.fallback_reason}};
     entry["repository"] = layer.repository ? nlohmann::ordered_json(layer.repository->describe())
                                            : nlohmann::ordered_json(nullptr);
-    entry["mode"] = layer.repository ? trust::to_string(layer.repository_mode) : std::string();
+    entry["mode"] = layer.repository ? to_string(layer.repository_mode) : std::string();
     entry["kernel"] = layer.kernel;
     out["layers"].push_back(std::move(entry));
   }

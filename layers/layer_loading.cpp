@@ -27,8 +27,7 @@ Result<provider::ProvidedKernel> provide(const LayerRepository& repository,
   if (repository.kind == LayerRepository::Kind::local) {
     return provider::provide_local_source(user, repository.path, kinds);
   }
-  const std::string repo = repository.repo->str();
-  provider::HubKernelSpec spec{.user = user, .repo = repo, .kinds = kinds};
+  provider::HubKernelSpec spec{.user = user, .repo = repository.repo, .kinds = kinds};
   spec.version = repository.version;
   spec.revision = repository.revision;
   if (repository.kind == LayerRepository::Kind::locked) {
@@ -47,7 +46,7 @@ std::string describe(const LayerRepository& repository, const provider::Provided
                      std::string_view how) {
   std::string where = repository.kind == LayerRepository::Kind::local
                           ? repository.path.string()
-                          : repository.repo->str() + "@" + kernel.commit.substr(0, 12);
+                          : repository.repo + "@" + kernel.commit.substr(0, 12);
   return where + " (" + kernel.source.variant + ") layers." + repository.layer + ", " +
          std::string(how);
 }

@@ -74,9 +74,12 @@ Result<KernelOp> KernelOp::find_with_schema(const LoadedKernel& kernel, std::str
                                          "' does not parse: " + error.what_without_backtrace());
   }
   if (have.str() != want.str()) {
+    // The wanted schema as the caller wrote it: the printer's alias sets ("Tensor($0! -> )")
+    // say less to a reader than "Tensor!".
     return fail(ErrorCode::incompatible_kernel,
                 "kernel " + kernel.repo + " registers " + have.str() + ", but the caller needs " +
-                    want.str() + "; its build is for another interface");
+                    kernel.ops_namespace + "::" + std::string(expected) +
+                    "; its build is for another interface");
   }
   return op;
 }

@@ -22,7 +22,7 @@ std::string chosen(const kl::KernelMapping& mapping, std::string_view layer,
                    std::string_view device, std::optional<int> capability, Mode mode) {
   const auto selection = mapping.select(layer, device, capability, mode);
   if (selection.outcome != Outcome::found) return std::string(kl::to_string(selection.outcome));
-  return selection.repository->repo->str();
+  return selection.repository->repo;
 }
 
 }  // namespace
@@ -85,7 +85,7 @@ TEST_CASE("the mode chain is kernels' _MODE_FALLBACK_PRIORITY", "[mapping]") {
       kl::KernelMapping mapping;
       mapping.add("L", {"cpu"}, repositories);
       const auto selection = mapping.select("L", "cpu", std::nullopt, c.requested);
-      INFO("requested " << kernelhub::trust::to_string(c.requested) << ", first " << skip
+      INFO("requested " << kl::to_string(c.requested) << ", first " << skip
                         << " of its chain dropped");
       if (skip == c.chain.size()) {
         CHECK(selection.outcome == Outcome::no_compatible_mode);

@@ -11,6 +11,7 @@ cmake --install "${BUILD}" --prefix "${WORK}/prefix" >/dev/null
 for f in lib/libkernelhub.so lib/libkernelhub_pyshim.so lib/libkernelhub_python_bridge.so \
          include/kernelhub/attention.hpp include/kernelhub/python_kernel.hpp \
          include/kernelhub/attention_dispatch.hpp include/kernelhub/context_parallel.hpp \
+         include/kernelhub/layers.hpp include/kernelhub/kernelize.hpp \
          lib/cmake/kernelhub/kernelhubConfig.cmake \
          lib/cmake/kernelhub/kernelhubConfigVersion.cmake; do
   [[ -e "${WORK}/prefix/${f}" ]] || { echo "package: ${f} was not installed" >&2; exit 1; }

@@ -31,7 +31,6 @@
 #include <torch/nn/module.h>
 
 #include "kernelhub/layers.hpp"
-#include "kernelhub/trust/layer_mapping.hpp"
 
 namespace kernelhub::layers {
 
@@ -58,8 +57,30 @@ class LayerUnavailable : public KernelizeError {
   using KernelizeError::KernelizeError;
 };
 
-using Mode = trust::LayerMode;  // Mode::inference | Mode::torch_compile
-using CapabilityRange = trust::CapabilityRange;
+// kernels' Mode flags: Mode::inference | Mode::torch_compile. inference and training exclude
+// each other; fallback stands alone and is only registered, never asked for.
+enum class Mode : unsigned {
+  fallback = 1,
+  training = 2,
+  inference = 4,
+  torch_compile = 8,
+};
+constexpr Mode operator|(Mode a, Mode b) {
+  return static_cast<Mode>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
+constexpr bool has_mode(Mode set, Mode flag) {
+  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
+}
+std::string to_string(Mode mode);  // "inference+torch_compile"
+
+// An inclusive interval of compute capabilities, major*10+minor.
+struct CapabilityRange {
+  int min = 0;
+  int max = 0x7fffffff;
+  int width() const { return max - min; }
+  bool contains(int capability) const { return min <= capability && capability <= max; }
+  bool operator==(const CapabilityRange&) const = default;
+};
 
 // A device type with, for cuda and rocm, the capability interval a kernel is for (kernels'
 // Device with CUDAProperties / ROCMProperties).
@@ -68,9 +89,24 @@ struct Device {
   std::optional<CapabilityRange> capability = std::nullopt;
 };
 
-// kernels' LayerRepository, LockedLayerRepository and LocalLayerRepository. Invalid ids or
-// revisions throw MappingError.
-using LayerRepository = trust::LayerSource;
+// kernels' LayerRepository (a hub repo at a version or revision), LockedLayerRepository (at
+// the commit a lockfile pins) and LocalLayerRepository (a build on disk), with the class
+// of the kernel's `layers` module that stands in for the layer. Made by the functions below,
+// which check what they are given (MappingError).
+struct LayerRepository {
+  enum class Kind { hub, locked, local };
+  Kind kind = Kind::hub;
+  std::string repo;                               // hub, locked: "org/name"
+  std::optional<std::uint64_t> version;           // hub: exactly one of version and revision
+  std::optional<std::string> revision;            // hub
+  std::optional<std::filesystem::path> lockfile;  // locked; nullopt: the lockfile in force
+  std::filesystem::path path;                     // local
+  std::string layer;
+
+  // "kernels-community/activation version 1, layer SiluAndMul", for messages and reports.
+  std::string describe() const;
+  bool operator==(const LayerRepository&) const = default;
+};
 LayerRepository hub_layer(std::string_view repo, std::string_view layer, std::uint64_t version);
 LayerRepository hub_layer_at(std::string_view repo, std::string_view layer,
                              std::string_view revision);
@@ -102,10 +138,9 @@ class KernelMapping {
   // Every entry of `other` added to this one (kernels' inherit_mapping=True).
   KernelMapping& merge(const KernelMapping& other);
 
-  // A mapping file (trust/layer_mapping.hpp documents the format); MappingError names the
-  // file and the entry.
+  // A mapping file, TOML or JSON (docs/layers.md documents the format); MappingError names
+  // the file and the entry.
   static KernelMapping from_file(const std::filesystem::path& path);
-  static KernelMapping from_document(const trust::LayerMapping& document);
   // transformers' default mapping for the layers of <kernelhub/layers.hpp>, where the Hub
   // has native builds (docs/layers.md lists it).
   static KernelMapping builtin();
