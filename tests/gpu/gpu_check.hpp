@@ -54,6 +54,12 @@ void point_python_backends(Report& report, const std::filesystem::path& fixtures
 // its Python has flash-attn-4 and nvidia-cutlass-dsl; n/a with the reason otherwise.
 void check_real_flash_attn4(Report& report, c10::Device device);
 
+// kernelize on the device: a Llama block bound to the fixture layer kernels' builds for it
+// (native adapters and a Python layer) against the same block on ATen, fp32 and bf16. `sm`
+// as for check_backends.
+void check_layers(Report& report, const std::filesystem::path& fixtures, c10::Device device,
+                  int sm);
+
 // Host time dispatch_attention adds over a direct ATen call on tiny CUDA tensors.
 void time_dispatch_overhead(Report& report);
 

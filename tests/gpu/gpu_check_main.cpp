@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
                  "CPU rehearsal (no timings), torch " TORCH_VERSION);
       gc::check_loader(report, args.fixtures, c10::Device(c10::kCPU));
       gc::check_backends(report, 0, c10::Device(c10::kCPU));
+      gc::check_layers(report, args.fixtures, c10::Device(c10::kCPU), 0);
       gc::check_real_flash_attn4(report, c10::Device(c10::kCPU));
     } else if (!at::hasCUDA()) {
       report.add("host", "CUDA device", gc::Status::fail,
@@ -111,6 +112,7 @@ int main(int argc, char** argv) {
       const c10::Device cuda(c10::kCUDA, 0);
       gc::check_loader(report, args.fixtures, cuda);
       gc::check_backends(report, sm, cuda);
+      gc::check_layers(report, args.fixtures, cuda, sm);
       gc::check_real_flash_attn4(report, cuda);
       if (args.timings) {
         gc::time_dispatch_overhead(report);
