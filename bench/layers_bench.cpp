@@ -60,9 +60,7 @@ nlohmann::json compare(A&& base, B&& measured, int iterations, int rounds, const
   return {{base_name, median(b)}, {measured_name, median(m)}, {"added_ns", median(added)}};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: kh_layers_bench FIXTURE_SRC [iterations] [rounds] [block_iterations]\n");
@@ -115,13 +113,15 @@ int main(int argc, char** argv) {
 
   // The block, plain and kernelized.
   kernelhub::testing::LlamaBlock plain(256, 4, 512);
-  auto bound = std::dynamic_pointer_cast<kernelhub::testing::LlamaBlockImpl>(plain->clone());
+  const auto bound = std::dynamic_pointer_cast<kernelhub::testing::LlamaBlockImpl>(plain->clone());
   if (kl::kernelize(*bound, mapping, {.device = "cpu"}).bound_count() != 4) return 1;
   const at::Tensor hidden = at::randn({1, 64, 256});
-  const auto [cos, sin] = kernelhub::testing::rotary_tables(1, 64, 64);
+  const auto tables = kernelhub::testing::rotary_tables(1, 64, 64);
+  const at::Tensor& cos = std::get<0>(tables);
+  const at::Tensor& sin = std::get<1>(tables);
   const auto block_plain = [&] { return plain->forward(hidden, cos, sin); };
   const auto block_bound = [&] { return bound->forward(hidden, cos, sin); };
-  const double difference = (block_plain() - block_bound()).abs().max().item<double>();
+  const auto difference = (block_plain() - block_bound()).abs().max().item<double>();
   auto block = compare(block_plain, block_bound, block_iterations, std::max(3, rounds / 4),
                        "aten_ns", "kernelized_ns");
   block["ratio"] = block["kernelized_ns"].get<double>() / block["aten_ns"].get<double>();
@@ -129,4 +129,15 @@ int main(int argc, char** argv) {
   out["block"] = block;
   std::printf("%s\n", out.dump().c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "kh_layers_bench: %s\n", error.what());
+    return 1;
+  }
 }

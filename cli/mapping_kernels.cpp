@@ -36,8 +36,9 @@ Result<MappingKernels> read_mapping_kernels(const std::string& path, const util:
     }
     const auto* entry = it->second.find(repo);
     if (entry == nullptr) {
-      return fail(ErrorCode::not_locked, path + ": " + repo.str() + " is not in the lockfile " +
-                                             lock_path + "; lock it with `kernelhub lock`");
+      std::string message = path + ": " + repo.str();
+      message += " is not in the lockfile " + lock_path + "; lock it with `kernelhub lock`";
+      return fail(ErrorCode::not_locked, std::move(message));
     }
     out.kernels.push_back({repo, std::nullopt, *entry});
   }

@@ -10,8 +10,8 @@ namespace kernelhub::layers {
 
 KernelMapping KernelMapping::builtin() {
   using enum Mode;
-  constexpr std::string_view activation = "kernels-community/activation";
-  constexpr std::array<std::pair<std::string_view, std::string_view>, 6> activations = {{
+  constexpr std::string_view kActivation = "kernels-community/activation";
+  constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kActivations = {{
       {"SiLU", "Silu"},
       {"GeLU", "Gelu"},
       {"GeluTanh", "GeluTanh"},
@@ -20,8 +20,8 @@ KernelMapping KernelMapping::builtin() {
       {"QuickGELU", "QuickGELU"},
   }};
   KernelMapping mapping;
-  for (const auto& [name, layer] : activations) {
-    mapping.add(name, {"cuda"}, {{inference | torch_compile, hub_layer(activation, layer, 1)}});
+  for (const auto& [name, layer] : kActivations) {
+    mapping.add(name, {"cuda"}, {{inference | torch_compile, hub_layer(kActivation, layer, 1)}});
   }
   mapping.add("RMSNorm", {"xpu"},
               {{inference, hub_layer("kernels-community/rmsnorm", "RMSNorm", 1)}});

@@ -41,8 +41,8 @@ std::tuple<at::Tensor, at::Tensor> LayerKernel::forward(
 
 // ---- RMSNorm -------------------------------------------------------------------------------
 
-RMSNormImpl::RMSNormImpl(const RMSNormOptions& options_)
-    : KernelizableLayer(options_.layer_name()), options(options_) {
+RMSNormImpl::RMSNormImpl(const RMSNormOptions& norm_options)
+    : KernelizableLayer(norm_options.layer_name()), options(norm_options) {
   reset();
 }
 
@@ -78,8 +78,8 @@ std::vector<std::string_view> RMSNormImpl::attribute_names() const {
 
 // ---- LayerNorm -----------------------------------------------------------------------------
 
-LayerNormImpl::LayerNormImpl(const LayerNormOptions& options_)
-    : KernelizableLayer(options_.layer_name()), options(options_) {
+LayerNormImpl::LayerNormImpl(const LayerNormOptions& norm_options)
+    : KernelizableLayer(norm_options.layer_name()), options(norm_options) {
   reset();
 }
 

@@ -79,6 +79,8 @@ at::Tensor RmsNormFunction::forward(torch::autograd::AutogradContext* context, c
 torch::autograd::variable_list RmsNormFunction::backward(
     torch::autograd::AutogradContext* context, torch::autograd::variable_list grad_outputs) {
   const auto saved = context->get_saved_variables();
+  // The pointer forward saved (an IValue holds no raw pointer): the adapter outlives graphs.
+  // NOLINTNEXTLINE(performance-no-int-to-ptr)
   const auto* layer = reinterpret_cast<const RmsNormLayer*>(context->saved_data["layer"].toInt());
   auto grads = layer->run_backward({grad_outputs[0], saved[0], saved[1], saved[2], saved[3],
                                     context->saved_data["epsilon"].toDouble(),

@@ -46,7 +46,7 @@ class PythonLayer final : public LayerKernel {
   at::Tensor forward(const KernelizableLayer& module, const at::Tensor& x) const override {
     auto args = arguments(module);
     args.emplace_back(x);
-    const c10::IValue out = run(std::move(args));
+    const c10::IValue out = run(args);
     TORCH_CHECK(out.isTensor(), description_, " returned a ", out.tagKind(), ", not a tensor");
     return out.toTensor();
   }
@@ -58,7 +58,7 @@ class PythonLayer final : public LayerKernel {
     auto args = arguments(module);
     for (const auto& value : {q, k, cos, sin}) args.emplace_back(value);
     args.emplace_back(unsqueeze_dim);
-    const c10::IValue out = run(std::move(args));
+    const c10::IValue out = run(args);
     TORCH_CHECK(out.isTuple() && out.toTupleRef().elements().size() == 2, description_,
                 " returned a ", out.tagKind(), ", not (q, k)");
     const auto& pair = out.toTupleRef().elements();
@@ -87,7 +87,7 @@ class PythonLayer final : public LayerKernel {
     return args;
   }
 
-  c10::IValue run(std::vector<c10::IValue> args) const {
+  c10::IValue run(const std::vector<c10::IValue>& args) const {
     try {
       return support_.call("call_layer", args);
     } catch (const kpy::PythonError& error) {

@@ -36,9 +36,7 @@ kl::Mode parse_mode(const std::string& text) {
   return mode;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: kh_kernelize_tool MAPPING --mode M --device D [--capability N] "
                  "[--fallback default|none|all]\n";
@@ -71,4 +69,15 @@ int main(int argc, char** argv) {
   }
   std::cout << out.dump() << "\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& error) {
+    std::cerr << "kh_kernelize_tool: " << error.what() << "\n";
+    return 1;
+  }
 }

@@ -29,7 +29,7 @@ namespace {
 // tolerance leaves room for a build that sums in another order.
 constexpr double kFp32Tolerance = 2e-6;
 
-const char* kBlockMapping = R"(
+constexpr const char* kBlockMapping = R"(
 [[layers]]
 name = "RMSNorm"
 device = "cpu"

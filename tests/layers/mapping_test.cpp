@@ -1,6 +1,7 @@
 // KernelMapping: kernels' register_kernel_mapping and selection rules (devices, the smallest
 // capability interval, the mode fallback chain, replacement on re-registration), the file
 // form, and the built-in mapping.
+#include <array>
 #include <fstream>
 
 #include "kernelhub/kernelize.hpp"
@@ -53,8 +54,9 @@ TEST_CASE("selection walks layer, device, capability and mode as kernels does", 
 }
 
 TEST_CASE("the mode chain is kernels' _MODE_FALLBACK_PRIORITY", "[mapping]") {
-  const Mode all[] = {Mode::inference, Mode::inference | Mode::torch_compile, Mode::training,
-                      Mode::training | Mode::torch_compile, Mode::fallback};
+  const std::array<Mode, 5> all = {Mode::inference, Mode::inference | Mode::torch_compile,
+                                   Mode::training, Mode::training | Mode::torch_compile,
+                                   Mode::fallback};
   // Register every mode, then drop them one by one from the front of each chain: the next
   // in the chain answers.
   struct Case {

@@ -198,11 +198,11 @@ TEST_CASE("bad entries are refused with the entry and the fix", "[layer_mapping]
 TEST_CASE("mapping files are bounded", "[layer_mapping]") {
   std::string many;
   for (std::size_t i = 0; i <= kMaxLayerMappingEntries; ++i) {
-    many += "{\"name\": \"L" + std::to_string(i) +
-            "\", \"device\": \"cpu\", \"repo\": \"a/b\", \"layer\": \"X\", \"version\": 1},";
+    many += R"({"name": "L)" + std::to_string(i) +
+            R"(", "device": "cpu", "repo": "a/b", "layer": "X", "version": 1},)";
   }
   many.pop_back();
-  auto too_many = parse_layer_mapping_json("{\"layers\": [" + many + "]}", "", "m.json");
+  auto too_many = parse_layer_mapping_json(R"({"layers": [)" + many + "]}", "", "m.json");
   REQUIRE_FALSE(too_many);
   CHECK_THAT(too_many.error().message, Catch::Contains("more than 4096 entries"));
 
