@@ -23,7 +23,7 @@
 
 #include "kernelhub/kernelize.hpp"
 #include "kernelhub/loader/kernel_ops.hpp"
-#include "layers/llama_block.hpp"
+#include "torch_support/llama_block.hpp"
 
 namespace fs = std::filesystem;
 namespace kl = kernelhub::layers;

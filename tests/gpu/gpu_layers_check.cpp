@@ -10,7 +10,7 @@
 
 #include "gpu/gpu_check.hpp"
 #include "kernelhub/kernelize.hpp"
-#include "layers/llama_block.hpp"
+#include "torch_support/llama_block.hpp"
 
 namespace kernelhub::gpu_check {
 namespace {

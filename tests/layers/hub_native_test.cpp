@@ -8,7 +8,7 @@
 #include "attention/hub_environment.hpp"
 #include "kernelhub/kernelize.hpp"
 #include "layers/layer_support.hpp"
-#include "layers/llama_block.hpp"
+#include "torch_support/llama_block.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -248,4 +248,20 @@ TEST_CASE("a local layer build binds without the Hub", "[layers_hub]") {
   CHECK(all_close(act(x), kl::aten_activation(kl::Activation::silu_and_mul, x), kFp32Tolerance));
   CHECK(ops.count("silu_and_mul") == 1);
   CHECK_FALSE(fs::exists(hub.cache() / "kernels--kernels-community--activation"));
+}
+
+TEST_CASE("a layer's kernel comes through kernelhubd when one runs", "[layers_hub][daemon]") {
+  HubEnvironment hub({.with_daemon = true});
+  kl::SiluAndMul act;
+  kl::KernelMapping mapping;
+  mapping.add("SiluAndMul", {"cpu"},
+              kl::hub_layer("kernels-community/activation", "SiluAndMul", 1));
+  const auto report = kl::kernelize(*act, mapping, {.device = "cpu"});
+  REQUIRE(report.bound_count() == 1);
+  // kernelhubd filled its cache (the client's environment requires the daemon).
+  CHECK(fs::exists(hub.cache() / "kernels--kernels-community--activation" / "snapshots"));
+  const at::Tensor x = at::randn({2, 8});
+  OpRecorder ops("_activation_");
+  CHECK(all_close(act(x), kl::aten_activation(kl::Activation::silu_and_mul, x), kFp32Tolerance));
+  CHECK(ops.count("silu_and_mul") == 1);
 }
