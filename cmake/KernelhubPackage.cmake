@@ -35,6 +35,9 @@ target_sources(kernelhub_shared PRIVATE $<TARGET_OBJECTS:kh_layers>)
 install(FILES ${PROJECT_SOURCE_DIR}/layers/include/kernelhub/layers.hpp
               ${PROJECT_SOURCE_DIR}/layers/include/kernelhub/kernelize.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kernelhub COMPONENT dev)
+# kernelize.hpp's modes and capability intervals, shared with the mapping file's parser.
+install(FILES ${PROJECT_SOURCE_DIR}/trust/include/kernelhub/trust/layer_mode.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kernelhub/trust COMPONENT dev)
 # Context parallelism (<kernelhub/context_parallel.hpp>, built wherever this package is): all
 # of it too. Its c10d symbols are in libtorch_cpu, so apps link nothing more (NCCL:
 # kh_parallel_nccl, not here). Its objects, not the archive: linking kh_parallel would name

@@ -10,15 +10,6 @@
 namespace kernelhub::layers {
 namespace {
 
-static_assert(static_cast<unsigned>(Mode::training) ==
-              static_cast<unsigned>(trust::LayerMode::training));
-static_assert(static_cast<unsigned>(Mode::inference) ==
-              static_cast<unsigned>(trust::LayerMode::inference));
-static_assert(static_cast<unsigned>(Mode::torch_compile) ==
-              static_cast<unsigned>(trust::LayerMode::torch_compile));
-
-trust::LayerMode to_trust(Mode mode) { return static_cast<trust::LayerMode>(mode); }
-
 // kernels' _MODE_FALLBACK_PRIORITY: the modes tried, in order, for a requested mode.
 std::vector<Mode> mode_chain(Mode mode) {
   using enum Mode;
@@ -74,8 +65,6 @@ void check_mode(Mode mode) {
 }
 
 }  // namespace
-
-std::string to_string(Mode mode) { return trust::to_string(to_trust(mode)); }
 
 std::string LayerRepository::describe() const {
   switch (kind) {
@@ -206,13 +195,11 @@ KernelMapping KernelMapping::from_file(const std::filesystem::path& path) {
       const auto& entry = entries[j];
       if (entry.name == first.name && entry.device == first.device &&
           entry.capability == first.capability) {
-        repositories.emplace_back(static_cast<Mode>(entry.mode), from_source(entry.source));
+        repositories.emplace_back(entry.mode, from_source(entry.source));
         taken[j] = true;
       }
     }
-    std::optional<CapabilityRange> range;
-    if (first.capability) range = CapabilityRange{first.capability->min, first.capability->max};
-    mapping.add(first.name, {first.device, range}, std::move(repositories));
+    mapping.add(first.name, {first.device, first.capability}, std::move(repositories));
   }
   return mapping;
 }

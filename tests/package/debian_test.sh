@@ -58,13 +58,15 @@ cat >"${WORK}/kernelhub.expected" <<EOF
 /usr/share/kernelhub/nginx/site-cache.conf.in
 EOF
 # The public headers are the app API (cmake/KernelhubPackage.cmake): attention/include/kernelhub's
-# top level, python_kernel.hpp, layers.hpp, kernelize.hpp and context_parallel.hpp.
+# top level, python_kernel.hpp, layers.hpp, kernelize.hpp (with trust/layer_mode.hpp) and
+# context_parallel.hpp.
 {
   for h in "${SOURCE}"/attention/include/kernelhub/*.hpp "${SOURCE}/python/include/kernelhub/python_kernel.hpp" \
            "${SOURCE}"/layers/include/kernelhub/*.hpp \
            "${SOURCE}/parallel/include/kernelhub/context_parallel.hpp"; do
     echo "/usr/include/kernelhub/$(basename "${h}")"
   done
+  echo /usr/include/kernelhub/trust/layer_mode.hpp
   so="${version%.*}"  # SOVERSION is major.minor
   printf '%s\n' /usr/lib/libkernelhub.so "/usr/lib/libkernelhub.so.${so}" "/usr/lib/libkernelhub.so.${version}" \
     /usr/lib/libkernelhub_pyshim.so /usr/lib/libkernelhub_python_bridge.so \

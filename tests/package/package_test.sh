@@ -12,6 +12,7 @@ for f in lib/libkernelhub.so lib/libkernelhub_pyshim.so lib/libkernelhub_python_
          include/kernelhub/attention.hpp include/kernelhub/python_kernel.hpp \
          include/kernelhub/attention_dispatch.hpp include/kernelhub/context_parallel.hpp \
          include/kernelhub/layers.hpp include/kernelhub/kernelize.hpp \
+         include/kernelhub/trust/layer_mode.hpp \
          lib/cmake/kernelhub/kernelhubConfig.cmake \
          lib/cmake/kernelhub/kernelhubConfigVersion.cmake; do
   [[ -e "${WORK}/prefix/${f}" ]] || { echo "package: ${f} was not installed" >&2; exit 1; }

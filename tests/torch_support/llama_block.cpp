@@ -44,8 +44,7 @@ std::tuple<at::Tensor, at::Tensor> rotary_tables(int64_t batch, int64_t seq, int
   const at::Tensor inverse = 1.0 / at::pow(10000.0, at::arange(0, head_dim, 2, at::kFloat) /
                                                         static_cast<double>(head_dim));
   const at::Tensor freqs = at::outer(at::arange(seq, at::kFloat), inverse);
-  const at::Tensor angles =
-      at::cat({freqs, freqs}, -1).unsqueeze(0).expand({batch, seq, head_dim});
+  const at::Tensor angles = at::cat({freqs, freqs}, -1).unsqueeze(0).expand({batch, seq, head_dim});
   return {angles.cos(), angles.sin()};
 }
 

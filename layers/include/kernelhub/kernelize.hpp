@@ -31,6 +31,7 @@
 #include <torch/nn/module.h>
 
 #include "kernelhub/layers.hpp"
+#include "kernelhub/trust/layer_mode.hpp"
 
 namespace kernelhub::layers {
 
@@ -57,30 +58,10 @@ class LayerUnavailable : public KernelizeError {
   using KernelizeError::KernelizeError;
 };
 
-// kernels' Mode flags: Mode::inference | Mode::torch_compile. inference and training exclude
-// each other; fallback stands alone and is only registered, never asked for.
-enum class Mode : unsigned {
-  fallback = 1,
-  training = 2,
-  inference = 4,
-  torch_compile = 8,
-};
-constexpr Mode operator|(Mode a, Mode b) {
-  return static_cast<Mode>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
-constexpr bool has_mode(Mode set, Mode flag) {
-  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
-}
-std::string to_string(Mode mode);  // "inference+torch_compile"
-
-// An inclusive interval of compute capabilities, major*10+minor.
-struct CapabilityRange {
-  int min = 0;
-  int max = 0x7fffffff;
-  int width() const { return max - min; }
-  bool contains(int capability) const { return min <= capability && capability <= max; }
-  bool operator==(const CapabilityRange&) const = default;
-};
+using Mode = trust::LayerMode;  // kernels' Mode flags: Mode::inference | Mode::torch_compile
+using CapabilityRange = trust::CapabilityRange;
+using trust::has_mode;
+using trust::to_string;  // "inference+torch_compile"
 
 // A device type with, for cuda and rocm, the capability interval a kernel is for (kernels'
 // Device with CUDAProperties / ROCMProperties).

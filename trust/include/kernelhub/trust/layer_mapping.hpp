@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "kernelhub/trust/kernel_dependency.hpp"
+#include "kernelhub/trust/layer_mode.hpp"
 #include "kernelhub/trust/repo_id.hpp"
 #include "kernelhub/util/result.hpp"
 
@@ -34,38 +35,15 @@ namespace kernelhub::trust {
 inline constexpr std::size_t kMaxLayerMappingBytes = 1u << 20;
 inline constexpr std::size_t kMaxLayerMappingEntries = 4096;
 
-// kernels' Mode flags, with their bit values.
-enum class LayerMode : unsigned {
-  fallback = 1,
-  training = 2,
-  inference = 4,
-  torch_compile = 8,
-};
-constexpr LayerMode operator|(LayerMode a, LayerMode b) {
-  return static_cast<LayerMode>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
-}
-constexpr bool has_mode(LayerMode set, LayerMode flag) {
-  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
-}
-// "inference", "training+torch_compile", "fallback".
-std::string to_string(LayerMode mode);
-// The inverse, with kernels' rules: inference and training exclude each other, fallback
-// stands alone, torch_compile needs one of the two. invalid_argument otherwise.
+// A mode as to_string writes it, with kernels' rules: inference and training exclude each
+// other, fallback stands alone, torch_compile needs one of the two. invalid_argument
+// otherwise.
 Result<LayerMode> parse_layer_mode(std::string_view text);
 
 // kernels' device types.
 bool is_layer_device_type(std::string_view type);
 // Whether the type selects by capability interval (cuda, rocm).
 bool has_capability(std::string_view type);
-
-// An inclusive interval of major*10+minor; the whole line when a mapping gives none.
-struct CapabilityRange {
-  int min = 0;
-  int max = 0x7fffffff;
-  int width() const { return max - min; }
-  bool contains(int capability) const { return min <= capability && capability <= max; }
-  bool operator==(const CapabilityRange&) const = default;
-};
 
 // Where a layer comes from: kernels' LayerRepository (repo at a version or revision),
 // LockedLayerRepository (repo at the commit a kernels.lock pins) or LocalLayerRepository (a
