@@ -6,8 +6,9 @@
 //          Goal: < 1 us.
 //   python_layer: the same for liger-kernels' LigerRMSNorm (a Python layer) against ATen's
 //          RMSNorm, for the record (a Python call per forward).
-//   block: the Llama block of tests/layers/llama_block.hpp, plain ATen vs kernelized
-//          (rmsnorm, activation, rotary), ms per forward.
+//   block: the Llama block of tests/torch_support/llama_block.hpp, plain ATen vs
+//          kernelized (rmsnorm, activation, rotary), ns per forward.
+// Everything runs under c10::InferenceMode, as an inference app does.
 //   kh_layers_bench FIXTURE_SRC [iterations] [rounds] [block_iterations]
 #include <algorithm>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/randn.h>
+#include <c10/core/InferenceMode.h>
 #include <nlohmann/json.hpp>
 
 #include "kernelhub/kernelize.hpp"
@@ -71,6 +73,8 @@ int run(int argc, char** argv) {
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 31;
   const int block_iterations = argc > 4 ? std::atoi(argv[4]) : 50;
   at::set_num_threads(1);
+  // An inference app's setting: no autograd graph is recorded by either side.
+  const c10::InferenceMode inference;
 
   kl::KernelMapping mapping;
   mapping.add("SiluAndMul", {"cpu"}, kl::local_layer(src / "activation-v1", "SiluAndMul"));

@@ -8,8 +8,9 @@
     Goal: kernelhub adds < 1 us per call.
   * A Python layer (liger-kernels' LigerRMSNorm, plain torch in the fixture) bound to the C++
     RMSNorm, against ATen's RMSNorm: what a Python layer costs per call.
-  * The Llama block of tests/layers/llama_block.hpp (hidden 256, 4 heads, seq 64, fp32, one
-    thread), plain ATen vs kernelized (rmsnorm, activation, rotary): ms per forward.
+  * The Llama block of tests/torch_support/llama_block.hpp (hidden 256, 4 heads, seq 64, fp32,
+    one thread), plain ATen vs kernelized (rmsnorm, activation, rotary): ms per forward.
+  Under inference mode (c10::InferenceMode; torch.inference_mode for kernels).
 
 Run with the project venv after a build:
   .venv/bin/python bench/layers_bench.py [--build build] [--check]
@@ -72,11 +73,6 @@ def kernels_overhead(src: Path, iterations: int, rounds: int) -> dict:
     def layer():
         return model(x)
 
-    assert torch.allclose(direct(), layer())
-    for _ in range(iterations):
-        direct()
-        layer()
-
     def per_call(fn):
         start = time.perf_counter_ns()
         for _ in range(iterations):
@@ -84,10 +80,15 @@ def kernels_overhead(src: Path, iterations: int, rounds: int) -> dict:
         return (time.perf_counter_ns() - start) / iterations
 
     d, k, added = [], [], []
-    for _ in range(rounds):
-        d.append(per_call(direct))
-        k.append(per_call(layer))
-        added.append(k[-1] - d[-1])
+    with torch.inference_mode():  # as kh_layers_bench runs
+        assert torch.allclose(direct(), layer())
+        for _ in range(iterations):
+            direct()
+            layer()
+        for _ in range(rounds):
+            d.append(per_call(direct))
+            k.append(per_call(layer))
+            added.append(k[-1] - d[-1])
     return {"direct_ns": statistics.median(d), "kernelized_ns": statistics.median(k),
             "added_ns": statistics.median(added)}
 

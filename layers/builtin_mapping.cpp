@@ -9,7 +9,7 @@
 namespace kernelhub::layers {
 
 KernelMapping KernelMapping::builtin() {
-  using enum Mode;
+  using enum trust::LayerMode;
   constexpr std::string_view kActivation = "kernels-community/activation";
   constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kActivations = {{
       {"SiLU", "Silu"},

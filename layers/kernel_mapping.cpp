@@ -12,7 +12,7 @@ namespace {
 
 // kernels' _MODE_FALLBACK_PRIORITY: the modes tried, in order, for a requested mode.
 std::vector<Mode> mode_chain(Mode mode) {
-  using enum Mode;
+  using enum trust::LayerMode;
   if (mode == inference) {
     return {inference, inference | torch_compile, training, training | torch_compile, fallback};
   }
