@@ -8,6 +8,9 @@
 #   -> a C++ app built against the installed kernelhub package sets `flash_hub` on a tiny
 #      model: kernels-community/flash-attn2 comes through kernelhubd, is verified and
 #      dlopen'ed without Python, and the app prints its largest difference from `native`.
+#   -> layers: `kernelhub prefetch` and `pin` take a layer mapping file, and
+#      examples/layers_app (against the installed package) kernelizes an MLP block with it:
+#      RMSNorm and SiluAndMul bound to kernels-community/rmsnorm and activation, no Python.
 #   -> signatures: `kernelhub verify-blob` checks a Sigstore bundle offline, and an unsigned
 #      kernel is refused under the admin policy's [signatures] enforce.
 #   -> `kernelhub lock` pins a project's kernels; `kernelhub bundle create` writes them to one
@@ -119,6 +122,30 @@ step "attention_app: native, then flash_hub on every layer (kernel fetched throu
 listing="$("${KERNELHUB}" ls)"  # captured: `| grep -q` under pipefail can fail on SIGPIPE
 grep -q flash-attn2 <<<"${listing}" || { echo "demo: flash-attn2 is not in the daemon's cache" >&2; exit 1; }
 echo "(kernels-community/flash-attn2 is in the daemon's cache: ${CACHE})"
+
+step "layers: prefetch and pin what a mapping names, then kernelize examples/layers_app with it"
+cat >"${DEMO}/layers.toml" <<EOF
+[[layers]]
+name = "RMSNorm"
+device = "cpu"
+repo = "kernels-community/rmsnorm"
+layer = "RMSNorm"
+version = 1
+
+[[layers]]
+name = "SiluAndMul"
+device = "cpu"
+repo = "kernels-community/activation"
+layer = "SiluAndMul"
+version = 1
+EOF
+"${KERNELHUB}" prefetch --mapping "${DEMO}/layers.toml"
+"${KERNELHUB}" pin --mapping "${DEMO}/layers.toml"
+cmake -S "${ROOT}/examples/layers_app" -B "${DEMO}/layers_app" -G Ninja \
+  -DCMAKE_PREFIX_PATH="${PREFIX}" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >"${WORK}/layers-configure.log" 2>&1 \
+  || { cat "${WORK}/layers-configure.log" >&2; exit 1; }
+cmake --build "${DEMO}/layers_app" >"${WORK}/layers-build.log" 2>&1 || { cat "${WORK}/layers-build.log" >&2; exit 1; }
+"${DEMO}/layers_app/layers_app" "${DEMO}/layers.toml"
 
 step "the cache's bounds: pin relu v1, then see what a 1-byte bound would evict (a dry run)"
 "${KERNELHUB}" pin "kernels-community/${KERNEL}" --version 1

@@ -55,3 +55,27 @@ cmake --build "${WORK}/pyk" >"${WORK}/pyk-build.log" 2>&1 || { cat "${WORK}/pyk-
 out="$(env -u KERNELHUB_PYTHON_BRIDGE "${WORK}/pyk/python_kernel_app" "${BUILD}/fixtures/src/py-ops-v1" add_)"
 echo "${out}"
 grep -q "(torch-cpu, module _py_ops_cpu_[0-9a-f]*).add_ -> tensor sum 18, x itself" <<<"${out}"
+
+# examples/layers_app: kernelize from the installed package, with a mapping file naming the
+# fixture layer kernels' local builds (rmsnorm's RMSNorm, activation's SiluAndMul).
+cmake -S "${SOURCE}/examples/layers_app" -B "${WORK}/layers" -G Ninja \
+  -DCMAKE_PREFIX_PATH="${WORK}/prefix" "${launcher[@]}" >"${WORK}/layers-configure.log" 2>&1 \
+  || { cat "${WORK}/layers-configure.log" >&2; exit 1; }
+cmake --build "${WORK}/layers" >"${WORK}/layers-build.log" 2>&1 || { cat "${WORK}/layers-build.log" >&2; exit 1; }
+cat >"${WORK}/layers.toml" <<EOF
+[[layers]]
+name = "RMSNorm"
+device = "cpu"
+path = "${BUILD}/fixtures/src/rmsnorm-v1"
+layer = "RMSNorm"
+
+[[layers]]
+name = "SiluAndMul"
+device = "cpu"
+path = "${BUILD}/fixtures/src/activation-v1"
+layer = "SiluAndMul"
+EOF
+out="$("${WORK}/layers/layers_app" "${WORK}/layers.toml")"
+echo "${out}"
+grep -q "^kernelized 2 of 2 layers; max |kernelized - ATen| = " <<<"${out}"
+grep -q "^act   SiluAndMul  .*activation-v1 (.*) layers.SiluAndMul, native$" <<<"${out}"
