@@ -40,15 +40,16 @@ int main(int argc, char** argv) {
   try {
     Mlp plain(64);
     const auto kernelized = std::dynamic_pointer_cast<MlpImpl>(plain->clone());
-    const auto report =
-        kl::kernelize(*kernelized, kl::KernelMapping::from_file(argv[1]), {.mode = kl::Mode::inference});
+    const auto report = kl::kernelize(*kernelized, kl::KernelMapping::from_file(argv[1]),
+                                      {.mode = kl::Mode::inference});
     for (const auto& layer : report.layers) {
       std::printf("%-5s %-11s %s\n", layer.module.c_str(), layer.layer_name.c_str(),
                   layer.bound ? layer.kernel.c_str()
                               : ("own forward (" + layer.fallback_reason + ")").c_str());
     }
     const at::Tensor x = at::randn({2, 16, 64});
-    const double difference = (kernelized->forward(x) - plain->forward(x)).abs().max().item<double>();
+    const double difference =
+        (kernelized->forward(x) - plain->forward(x)).abs().max().item<double>();
     std::printf("kernelized %zu of %zu layers; max |kernelized - ATen| = %.3g\n",
                 report.bound_count(), report.layers.size(), difference);
     return difference < 1e-4 ? 0 : 1;
