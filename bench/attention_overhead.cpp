@@ -14,22 +14,10 @@
 #include <cstdlib>
 #include <vector>
 
-namespace {
+#include "bench_timing.hpp"
 
-template <typename F>
-double ns_per_call(F&& call, int iterations) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) call();
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  return std::chrono::duration<double, std::nano>(elapsed).count() / iterations;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-}  // namespace
+using kernelhub::bench::median;
+using kernelhub::bench::ns_per_call;
 
 int main(int argc, char** argv) {
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 5000;

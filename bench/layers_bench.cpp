@@ -27,23 +27,15 @@
 #include "kernelhub/loader/kernel_ops.hpp"
 #include "torch_support/llama_block.hpp"
 
+#include "bench_timing.hpp"
+
 namespace fs = std::filesystem;
 namespace kl = kernelhub::layers;
 
 namespace {
 
-template <typename F>
-double ns_per_call(F&& call, int iterations) {
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) call();
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  return std::chrono::duration<double, std::nano>(elapsed).count() / iterations;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using kernelhub::bench::median;
+using kernelhub::bench::ns_per_call;
 
 // Interleaved rounds of two calls: their medians and the median of per-round differences.
 template <typename A, typename B>

@@ -25,23 +25,16 @@
 
 #include "kernelhub/attention/requirements.hpp"
 
+#include "bench_timing.hpp"
+
 namespace {
+
+using kernelhub::bench::median;
+using kernelhub::bench::ns_per_call;
 
 namespace ka = kernelhub::attention;
 namespace kpy = kernelhub::python;
 using Clock = std::chrono::steady_clock;
-
-template <typename F>
-double ns_per_call(F&& call, int iterations) {
-  const auto start = Clock::now();
-  for (int i = 0; i < iterations; ++i) call();
-  return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / iterations;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 int first_use(const std::string& repo, std::uint64_t version) {
   const auto start = Clock::now();
