@@ -58,9 +58,9 @@ void check_device(const Device& device) {
 }
 
 void check_mode(Mode mode) {
-  const auto text = to_string(mode);
-  if (!trust::parse_layer_mode(text)) {
-    throw MappingError("a mapping cannot register mode " + text);
+  if (auto valid = trust::check_layer_mode(mode); !valid) {
+    throw MappingError("a mapping cannot register mode " + to_string(mode) + ": " +
+                       valid.error().message);
   }
 }
 

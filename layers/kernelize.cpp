@@ -47,15 +47,14 @@ std::string device_of(const torch::nn::Module& model) {
 }
 
 Target target_of(const torch::nn::Module& model, const KernelizeOptions& options) {
-  const std::string mode_text = to_string(options.mode);
   if (options.mode == Mode::fallback) {
     throw MappingError("Mode::fallback can only be used to register kernel mappings");
   }
   if (!has_mode(options.mode, Mode::inference) && !has_mode(options.mode, Mode::training)) {
     throw MappingError("kernelize mode must contain Mode::inference or Mode::training");
   }
-  if (auto valid = trust::parse_layer_mode(mode_text); !valid || mode_text == "none") {
-    throw MappingError("kernelize mode " + mode_text + " is not one of kernels' modes");
+  if (auto valid = trust::check_layer_mode(options.mode); !valid) {
+    throw MappingError("kernelize mode " + to_string(options.mode) + ": " + valid.error().message);
   }
   Target target{options.mode, options.device.value_or(""), options.capability, options.fallback,
                 mapping_disabled()};
@@ -127,7 +126,6 @@ LayerBinding kernelize_layer(KernelizableLayer& layer, std::string path,
   }
   binding.repository = selection.repository;
   binding.repository_mode = selection.repository_mode;
-  const std::string repo = selection.repository->describe();
 
   std::shared_ptr<const LayerKernel> kernel;
   try {

@@ -27,18 +27,6 @@ std::pair<at::Tensor, at::Tensor> halves(const at::Tensor& x) {
 
 }  // namespace
 
-// LayerKernel's defaults: a kernel is only bound to modules of its own signature.
-at::Tensor LayerKernel::forward(const KernelizableLayer& /*module*/,
-                                const at::Tensor& /*x*/) const {
-  TORCH_CHECK(false, describe(), " has no forward(x)");
-}
-
-std::tuple<at::Tensor, at::Tensor> LayerKernel::forward(
-    const KernelizableLayer& /*module*/, const at::Tensor& /*q*/, const at::Tensor& /*k*/,
-    const at::Tensor& /*cos*/, const at::Tensor& /*sin*/, int64_t /*unsqueeze_dim*/) const {
-  TORCH_CHECK(false, describe(), " has no forward(q, k, cos, sin, unsqueeze_dim)");
-}
-
 // ---- RMSNorm -------------------------------------------------------------------------------
 
 RMSNormImpl::RMSNormImpl(const RMSNormOptions& norm_options)

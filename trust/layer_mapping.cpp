@@ -246,6 +246,15 @@ Result<LayerMode> parse_layer_mode(std::string_view text) {
     start = end + 1;
   }
   const auto mode = static_cast<LayerMode>(bits);
+  KH_TRY(check_layer_mode(mode));
+  return mode;
+}
+
+Result<void> check_layer_mode(LayerMode mode) {
+  const auto bits = static_cast<unsigned>(mode);
+  if (bits == 0 || bits > 15) {
+    return fail(ErrorCode::invalid_argument, "not a mode (flags " + std::to_string(bits) + ")");
+  }
   if (has_mode(mode, LayerMode::inference) && has_mode(mode, LayerMode::training)) {
     return fail(ErrorCode::invalid_argument, "modes inference and training exclude each other");
   }
@@ -256,7 +265,7 @@ Result<LayerMode> parse_layer_mode(std::string_view text) {
     return fail(ErrorCode::invalid_argument,
                 "torch_compile needs inference or training (e.g. inference+torch_compile)");
   }
-  return mode;
+  return ok();
 }
 
 bool is_layer_device_type(std::string_view type) {
@@ -264,23 +273,6 @@ bool is_layer_device_type(std::string_view type) {
 }
 
 bool has_capability(std::string_view type) { return type == "cuda" || type == "rocm"; }
-
-std::string LayerSource::describe() const {
-  std::string out;
-  switch (kind) {
-    case Kind::hub:
-      out = repo->str() +
-            (version ? " version " + std::to_string(*version) : " revision " + *revision);
-      break;
-    case Kind::locked:
-      out = repo->str() + " locked by " + (lockfile ? lockfile->string() : "the lockfile in force");
-      break;
-    case Kind::local:
-      out = "local build " + path.string();
-      break;
-  }
-  return out + ", layer " + layer;
-}
 
 MappedKernels mapped_kernels(const LayerMapping& mapping) {
   MappedKernels out;

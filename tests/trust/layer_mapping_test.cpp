@@ -101,7 +101,7 @@ TEST_CASE("a TOML mapping gives every source form and mode", "[layer_mapping]") 
   CHECK(entries[4].source.kind == LayerSource::Kind::local);
   CHECK(entries[4].source.path == std::filesystem::path("/opt/builds/activation"));
   CHECK_FALSE(entries[4].source.repo);
-  CHECK(entries[4].source.describe() == "local build /opt/builds/activation, layer Gelu");
+  CHECK(entries[4].source.layer == "Gelu");
 }
 
 TEST_CASE("the JSON form parses to the same entries", "[layer_mapping]") {
@@ -155,6 +155,11 @@ TEST_CASE("modes follow kernels' rules", "[layer_mapping]") {
   CHECK_THAT(parse_layer_mode("torch_compile").error().message,
              Catch::Contains("needs inference or training"));
   CHECK_THAT(parse_layer_mode("eval").error().message, Catch::Contains("unknown mode 'eval'"));
+  CHECK(check_layer_mode(LayerMode::training | LayerMode::torch_compile));
+  CHECK_THAT(check_layer_mode(static_cast<LayerMode>(0)).error().message,
+             Catch::Contains("not a mode"));
+  CHECK_THAT(check_layer_mode(LayerMode::inference | LayerMode::training).error().message,
+             Catch::Contains("exclude each other"));
 }
 
 TEST_CASE("bad entries are refused with the entry and the fix", "[layer_mapping]") {

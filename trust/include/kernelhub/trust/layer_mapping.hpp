@@ -39,6 +39,8 @@ inline constexpr std::size_t kMaxLayerMappingEntries = 4096;
 // other, fallback stands alone, torch_compile needs one of the two. invalid_argument
 // otherwise.
 Result<LayerMode> parse_layer_mode(std::string_view text);
+// The same rules on a mode built in code: invalid_argument saying which it breaks.
+Result<void> check_layer_mode(LayerMode mode);
 
 // kernels' device types.
 bool is_layer_device_type(std::string_view type);
