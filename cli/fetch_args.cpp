@@ -40,6 +40,14 @@ Result<void> apply_variant_options(const FetchArgs& args, fetch::Request& reques
   request.platform.backend = args.backend;
   return ok();
 }
+
+// `repo` at `ref`, the variant flags as given.
+Result<fetch::Request> make_ref_request(const FetchArgs& args, trust::RepoId repo, fetch::Ref ref) {
+  fetch::Request request(std::move(repo), std::move(ref));
+  KH_TRY(apply_variant_options(args, request));
+  return request;
+}
+
 }  // namespace
 
 Result<fetch::Request> make_request(const FetchArgs& args, const std::string& repo_text) {
@@ -47,9 +55,7 @@ Result<fetch::Request> make_request(const FetchArgs& args, const std::string& re
                 fetch::Ref::one_of(args.version, args.revision, "--version or --revision"));
   auto repo = trust::RepoId::parse(repo_text);
   if (!repo) return fail(ErrorCode::invalid_argument, repo.error().message);
-  fetch::Request request(std::move(*repo), std::move(ref));
-  KH_TRY(apply_variant_options(args, request));
-  return request;
+  return make_ref_request(args, std::move(*repo), std::move(ref));
 }
 
 Result<trust::Lockfile> read_args_lockfile(const FetchArgs& args) {
@@ -86,12 +92,7 @@ int fetch_mapped(const FetchArgs& args, bool prefetch) {
   std::vector<fetch::Request> requests;
   for (const auto& kernel : mapped->kernels) {
     auto request = kernel.locked ? make_locked_request(args, *kernel.locked)
-                                 : Result<fetch::Request>(fetch::Request(kernel.repo, *kernel.ref));
-    if (request && !kernel.locked) {
-      if (auto applied = apply_variant_options(args, *request); !applied) {
-        return report(applied.error());
-      }
-    }
+                                 : make_ref_request(args, kernel.repo, *kernel.ref);
     if (!request) return report(request.error());
     requests.push_back(std::move(*request));
   }
